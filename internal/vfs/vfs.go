@@ -1,0 +1,58 @@
+// Package vfs is the filesystem seam of Sluice's storage. Every file the
+// storage layer touches goes through an FS, so that tests can swap the
+// operating system's filesystem for an in-memory one that simulates
+// crashes (unsynced bytes vanish, the last write tears) and injects
+// errors (ENOSPC, EIO) on chosen operations.
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. Writes append at the end of the file (files are
+// logs); reads are positional so that many readers can share one File.
+type File interface {
+	io.ReaderAt
+	// Write appends p to the end of the file.
+	Write(p []byte) (int, error)
+	// Sync makes every byte written so far durable (fdatasync).
+	Sync() error
+	// Truncate cuts the file to size bytes. Later writes append there.
+	Truncate(size int64) error
+	// Size is the file's current length, synced or not.
+	Size() (int64, error)
+	Close() error
+}
+
+// FS is the set of filesystem operations storage needs. Names are
+// slash-separated paths as the os package takes them.
+type FS interface {
+	// Create makes a new empty file for writing; it fails if name exists.
+	Create(name string) (File, error)
+	// OpenRW opens an existing file for reading and appending.
+	OpenRW(name string) (File, error)
+	// Open opens an existing file read-only.
+	Open(name string) (File, error)
+	// Remove deletes a file.
+	Remove(name string) error
+	// Rename replaces newname with oldname atomically.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(dir string) error
+	// ReadDir lists the names (not paths) of a directory's entries, sorted.
+	ReadDir(dir string) ([]string, error)
+	// SyncDir makes the directory's entries (creates, renames, removes)
+	// durable.
+	SyncDir(dir string) error
+	// RemoveAll deletes a directory tree.
+	RemoveAll(dir string) error
+	// Stat reports a file's size; os.ErrNotExist when it is absent.
+	Stat(name string) (os.FileInfo, error)
+}
+
+// OSFile is implemented by Files backed by an operating-system file, so
+// that readers can hand regions of it to sendfile.
+type OSFile interface {
+	OS() *os.File
+}
