@@ -1,0 +1,533 @@
+package vfs
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MemFS is an in-memory FS that simulates a machine crash. It remembers,
+// for every file, which bytes were made durable by Sync and, for every
+// directory, which entries (creates, renames, removes) were made durable
+// by SyncDir. CrashClone returns the filesystem a reboot would find:
+// every unsynced byte and every unsynced directory change is gone (and,
+// optionally, a random prefix of each file's unsynced bytes survives, as
+// when the last write tears).
+//
+// Directories themselves are durable as soon as MkdirAll returns; the
+// files in them are not.
+//
+// Inject sets a function consulted before every operation, which can fail
+// it (see FailNth and Errno). Ops counts operations by kind, so a test can
+// run a workload once, read the counts, then re-run it crashing at every
+// write or sync boundary.
+//
+// A MemFS is safe for concurrent use.
+type MemFS struct {
+	mu sync.Mutex // guards every field below and every memNode's fields
+	// files is the current namespace: cleaned path -> node.
+	files map[string]*memNode
+	// durable is the namespace a crash would leave: the entries of each
+	// directory as of its last SyncDir (or its creation).
+	durable map[string]*memNode
+	dirs    map[string]bool
+	inject  func(Op) error
+	counts  [numOpKinds]int64
+	seq     int64
+}
+
+// memNode is one file's contents (an inode: renames move it, open handles
+// keep it after a remove).
+type memNode struct {
+	data []byte
+	// syncedLen is how much of data is durable while the file has only
+	// grown since its last Sync.
+	syncedLen int
+	// durableCopy, when not nil, is the durable content after a Truncate
+	// cut below syncedLen; data no longer holds it.
+	durableCopy []byte
+	modTime     time.Time
+}
+
+func (n *memNode) durableBytes() []byte {
+	if n.durableCopy != nil {
+		return n.durableCopy
+	}
+	return n.data[:n.syncedLen]
+}
+
+// OpKind names a kind of filesystem operation, for counting and injection.
+type OpKind int
+
+// Operation kinds seen by an injector.
+const (
+	OpCreate OpKind = iota
+	OpOpen          // Open and OpenRW
+	OpWrite
+	OpSync
+	OpTruncate
+	OpRemove
+	OpRename
+	OpSyncDir
+	numOpKinds
+)
+
+var opNames = [...]string{"create", "open", "write", "sync", "truncate", "remove", "rename", "syncdir"}
+
+func (k OpKind) String() string {
+	if k >= 0 && int(k) < len(opNames) {
+		return opNames[k]
+	}
+	return fmt.Sprintf("op(%d)", int(k))
+}
+
+// Op describes an operation about to run, for an injector.
+type Op struct {
+	Kind OpKind
+	Name string // the file or directory
+	// N counts operations of this Kind, from 1, including this one.
+	N int64
+	// Seq counts every mutating operation (all kinds but OpOpen), from 1,
+	// including this one; 0 for OpOpen.
+	Seq int64
+}
+
+// NewMem returns an empty in-memory filesystem whose root directory exists.
+func NewMem() *MemFS {
+	return &MemFS{
+		files:   map[string]*memNode{},
+		durable: map[string]*memNode{},
+		dirs:    map[string]bool{"/": true, ".": true},
+	}
+}
+
+// Inject installs f, called before every operation with the operation's
+// description; a non-nil result fails the operation with that error and
+// leaves the filesystem unchanged. nil removes the injector.
+func (m *MemFS) Inject(f func(Op) error) {
+	m.mu.Lock()
+	m.inject = f
+	m.mu.Unlock()
+}
+
+// Ops reports how many operations of kind k were attempted.
+func (m *MemFS) Ops(k OpKind) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[k]
+}
+
+// Seq reports how many mutating operations were attempted.
+func (m *MemFS) Seq() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seq
+}
+
+// Errno returns the error an injected failure of op gives: a
+// *os.PathError wrapping errno, so errors.Is(err, syscall.ENOSPC) works.
+func Errno(op Op, errno error) error {
+	return &os.PathError{Op: op.Kind.String(), Path: op.Name, Err: errno}
+}
+
+// FailNth returns an injector failing the nth operation of kind k (from 1)
+// with errno, and every later one of that kind when sticky is true.
+func FailNth(k OpKind, n int64, errno error, sticky bool) func(Op) error {
+	return func(op Op) error {
+		if op.Kind == k && (op.N == n || (sticky && op.N > n)) {
+			return Errno(op, errno)
+		}
+		return nil
+	}
+}
+
+// FailFromSeq returns an injector failing every mutating operation from
+// sequence number seq on with errno: the machine "stops" there, and a
+// CrashClone taken afterwards shows the state of a crash at that boundary.
+func FailFromSeq(seq int64, errno error) func(Op) error {
+	return func(op Op) error {
+		if op.Seq >= seq {
+			return Errno(op, errno)
+		}
+		return nil
+	}
+}
+
+// beginLocked counts an operation and asks the injector about it.
+func (m *MemFS) beginLocked(k OpKind, name string) error {
+	m.counts[k]++
+	op := Op{Kind: k, Name: name, N: m.counts[k]}
+	if k != OpOpen {
+		m.seq++
+		op.Seq = m.seq
+	}
+	if m.inject != nil {
+		return m.inject(op)
+	}
+	return nil
+}
+
+func clean(name string) string { return path.Clean(name) }
+
+func (m *MemFS) parentExistsLocked(name string) error {
+	if dir := path.Dir(name); !m.dirs[dir] {
+		return &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
+	}
+	return nil
+}
+
+// Create makes a new empty file; it fails if name exists.
+func (m *MemFS) Create(name string) (File, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.beginLocked(OpCreate, name); err != nil {
+		return nil, err
+	}
+	if err := m.parentExistsLocked(name); err != nil {
+		return nil, err
+	}
+	if _, ok := m.files[name]; ok || m.dirs[name] {
+		return nil, &os.PathError{Op: "create", Path: name, Err: os.ErrExist}
+	}
+	n := &memNode{modTime: time.Now()}
+	m.files[name] = n
+	return &memFile{fs: m, name: name, n: n, writable: true}, nil
+}
+
+// OpenRW opens an existing file for reading and appending.
+func (m *MemFS) OpenRW(name string) (File, error) { return m.open(name, true) }
+
+// Open opens an existing file read-only.
+func (m *MemFS) Open(name string) (File, error) { return m.open(name, false) }
+
+func (m *MemFS) open(name string, writable bool) (File, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.beginLocked(OpOpen, name); err != nil {
+		return nil, err
+	}
+	n, ok := m.files[name]
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
+	}
+	return &memFile{fs: m, name: name, n: n, writable: writable}, nil
+}
+
+// Remove deletes a file from the namespace; open handles keep working.
+func (m *MemFS) Remove(name string) error {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.beginLocked(OpRemove, name); err != nil {
+		return err
+	}
+	if _, ok := m.files[name]; !ok {
+		return &os.PathError{Op: "remove", Path: name, Err: os.ErrNotExist}
+	}
+	delete(m.files, name)
+	return nil
+}
+
+// Rename moves oldname to newname, replacing newname.
+func (m *MemFS) Rename(oldname, newname string) error {
+	oldname, newname = clean(oldname), clean(newname)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.beginLocked(OpRename, oldname); err != nil {
+		return err
+	}
+	n, ok := m.files[oldname]
+	if !ok {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrNotExist}
+	}
+	if err := m.parentExistsLocked(newname); err != nil {
+		return err
+	}
+	delete(m.files, oldname)
+	m.files[newname] = n
+	return nil
+}
+
+// MkdirAll creates dir and its parents; they are durable at once.
+func (m *MemFS) MkdirAll(dir string) error {
+	dir = clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for d := dir; !m.dirs[d]; d = path.Dir(d) {
+		if _, ok := m.files[d]; ok {
+			return &os.PathError{Op: "mkdir", Path: d, Err: os.ErrExist}
+		}
+		m.dirs[d] = true
+	}
+	return nil
+}
+
+// ReadDir lists the sorted names of dir's entries (files and directories).
+func (m *MemFS) ReadDir(dir string) ([]string, error) {
+	dir = clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirs[dir] {
+		return nil, &os.PathError{Op: "readdir", Path: dir, Err: os.ErrNotExist}
+	}
+	var names []string
+	for p := range m.files {
+		if path.Dir(p) == dir {
+			names = append(names, path.Base(p))
+		}
+	}
+	for d := range m.dirs {
+		if d != dir && path.Dir(d) == dir {
+			names = append(names, path.Base(d))
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// SyncDir makes dir's current entries durable.
+func (m *MemFS) SyncDir(dir string) error {
+	dir = clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.beginLocked(OpSyncDir, dir); err != nil {
+		return err
+	}
+	if !m.dirs[dir] {
+		return &os.PathError{Op: "syncdir", Path: dir, Err: os.ErrNotExist}
+	}
+	for p := range m.durable {
+		if path.Dir(p) == dir {
+			delete(m.durable, p)
+		}
+	}
+	for p, n := range m.files {
+		if path.Dir(p) == dir {
+			m.durable[p] = n
+		}
+	}
+	return nil
+}
+
+// RemoveAll deletes dir and everything under it, durably.
+func (m *MemFS) RemoveAll(dir string) error {
+	dir = clean(dir)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	for p := range m.files {
+		if under(p) {
+			delete(m.files, p)
+			delete(m.durable, p)
+		}
+	}
+	for d := range m.dirs {
+		if under(d) && d != "/" && d != "." {
+			delete(m.dirs, d)
+		}
+	}
+	return nil
+}
+
+// Stat reports a file's or directory's size.
+func (m *MemFS) Stat(name string) (os.FileInfo, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dirs[name] {
+		return memInfo{name: path.Base(name), dir: true}, nil
+	}
+	n, ok := m.files[name]
+	if !ok {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: os.ErrNotExist}
+	}
+	return memInfo{name: path.Base(name), size: int64(len(n.data)), mod: n.modTime}, nil
+}
+
+// CrashOptions choose how CrashClone treats unsynced bytes.
+type CrashOptions struct {
+	// Tear keeps a random prefix of each file's unsynced bytes instead of
+	// dropping them all, as when the machine dies in the middle of the
+	// last write. Rand must be set with it.
+	Tear bool
+	// Rand draws the torn lengths; seed it for reproducible tests.
+	Rand *rand.Rand
+}
+
+// CrashClone returns a new MemFS holding what a reboot after a crash at
+// this instant would find: only durable directory entries, and in each
+// file only its synced bytes (plus, with opts.Tear, a random prefix of
+// the unsynced ones). m itself is unchanged and keeps working.
+func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMem()
+	for d := range m.dirs {
+		c.dirs[d] = true
+	}
+	// Durable names are sorted so that torn lengths are drawn in a fixed
+	// order and a seeded Rand reproduces the same crash.
+	names := make([]string, 0, len(m.durable))
+	for p := range m.durable {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	seen := map[*memNode]*memNode{} // hard links after renames share a node
+	for _, p := range names {
+		n := m.durable[p]
+		if cn, ok := seen[n]; ok {
+			c.files[p], c.durable[p] = cn, cn
+			continue
+		}
+		data := append([]byte(nil), n.durableBytes()...)
+		if opts.Tear && opts.Rand != nil && n.durableCopy == nil && len(n.data) > n.syncedLen {
+			keep := opts.Rand.IntN(len(n.data) - n.syncedLen + 1)
+			data = append(data, n.data[n.syncedLen:n.syncedLen+keep]...)
+		}
+		cn := &memNode{data: data, syncedLen: len(data), modTime: n.modTime}
+		seen[n] = cn
+		c.files[p], c.durable[p] = cn, cn
+	}
+	return c
+}
+
+// memFile is an open handle on a memNode.
+type memFile struct {
+	fs       *MemFS
+	name     string
+	n        *memNode
+	writable bool
+	closed   bool // guarded by fs.mu
+}
+
+func (f *memFile) checkLocked(op string, write bool) error {
+	if f.closed {
+		return &os.PathError{Op: op, Path: f.name, Err: os.ErrClosed}
+	}
+	if write && !f.writable {
+		return &os.PathError{Op: op, Path: f.name, Err: os.ErrPermission}
+	}
+	return nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("read", false); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "read", Path: f.name, Err: os.ErrInvalid}
+	}
+	if off >= int64(len(f.n.data)) {
+		return 0, io.EOF
+	}
+	k := copy(p, f.n.data[off:])
+	if k < len(p) {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("write", true); err != nil {
+		return 0, err
+	}
+	if err := f.fs.beginLocked(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	f.n.data = append(f.n.data, p...)
+	f.n.modTime = time.Now()
+	return len(p), nil
+}
+
+func (f *memFile) Sync() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("sync", false); err != nil {
+		return err
+	}
+	if err := f.fs.beginLocked(OpSync, f.name); err != nil {
+		return err
+	}
+	f.n.syncedLen = len(f.n.data)
+	f.n.durableCopy = nil
+	return nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("truncate", true); err != nil {
+		return err
+	}
+	if err := f.fs.beginLocked(OpTruncate, f.name); err != nil {
+		return err
+	}
+	if size < 0 {
+		return &os.PathError{Op: "truncate", Path: f.name, Err: os.ErrInvalid}
+	}
+	n := f.n
+	if size < int64(n.syncedLen) && n.durableCopy == nil {
+		// The durable content stays as it was until the next Sync; keep a
+		// copy, since appends after the cut overwrite data's backing array.
+		n.durableCopy = append([]byte(nil), n.data[:n.syncedLen]...)
+	}
+	if size <= int64(len(n.data)) {
+		n.data = n.data[:size:size]
+	} else {
+		n.data = append(n.data, make([]byte, size-int64(len(n.data)))...)
+	}
+	if n.syncedLen > len(n.data) {
+		n.syncedLen = len(n.data)
+	}
+	return nil
+}
+
+func (f *memFile) Size() (int64, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("stat", false); err != nil {
+		return 0, err
+	}
+	return int64(len(f.n.data)), nil
+}
+
+func (f *memFile) Close() error {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if f.closed {
+		return &os.PathError{Op: "close", Path: f.name, Err: os.ErrClosed}
+	}
+	f.closed = true
+	return nil
+}
+
+type memInfo struct {
+	name string
+	size int64
+	mod  time.Time
+	dir  bool
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) ModTime() time.Time { return i.mod }
+func (i memInfo) IsDir() bool        { return i.dir }
+func (i memInfo) Sys() any           { return nil }
+func (i memInfo) Mode() os.FileMode {
+	if i.dir {
+		return os.ModeDir | 0o755
+	}
+	return 0o644
+}

@@ -1,0 +1,97 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// OS returns the operating system's filesystem. Its Files implement
+// OSFile. Sync is fdatasync on Linux (fsync elsewhere); SyncDir opens the
+// directory and fsyncs it.
+func OS() FS { return osFS{} }
+
+type osFS struct{}
+
+// osFile is an operating-system file opened in append mode: every Write
+// lands at the end of the file, and reads use pread, so the shared file
+// position is never used.
+type osFile struct {
+	f *os.File
+}
+
+func (o osFile) ReadAt(p []byte, off int64) (int, error) { return o.f.ReadAt(p, off) }
+func (o osFile) Write(p []byte) (int, error)             { return o.f.Write(p) }
+func (o osFile) Sync() error                             { return datasync(o.f) }
+func (o osFile) Truncate(size int64) error               { return o.f.Truncate(size) }
+func (o osFile) Close() error                            { return o.f.Close() }
+func (o osFile) OS() *os.File                            { return o.f }
+
+func (o osFile) Size() (int64, error) {
+	fi, err := o.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+func (osFS) Create(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) OpenRW(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Open(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Remove(name string) error              { return os.Remove(name) }
+func (osFS) Rename(oldname, newname string) error  { return os.Rename(oldname, newname) }
+func (osFS) MkdirAll(dir string) error             { return os.MkdirAll(dir, 0o755) }
+func (osFS) RemoveAll(dir string) error            { return os.RemoveAll(dir) }
+func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
+
+func (osFS) ReadDir(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(filepath.Clean(dir))
+	if err != nil {
+		return err
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if serr != nil {
+		return fmt.Errorf("vfs: fsync directory %s: %w", dir, serr)
+	}
+	if cerr != nil && !errors.Is(cerr, os.ErrClosed) {
+		return cerr
+	}
+	return nil
+}

@@ -1,0 +1,355 @@
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// exercise runs the same scenario on any FS and checks the results a
+// correct FS gives.
+func exercise(t *testing.T, fs FS, dir string) {
+	t.Helper()
+	if err := fs.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "a.log")
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Create(name); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("second Create: %v, want ErrExist", err)
+	}
+	for _, s := range []string{"hello ", "world"} {
+		if _, err := f.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if sz, _ := f.Size(); sz != 11 {
+		t.Fatalf("size %d, want 11", sz)
+	}
+	buf := make([]byte, 5)
+	if n, err := f.ReadAt(buf, 6); n != 5 || string(buf) != "world" || (err != nil && err != io.EOF) {
+		t.Fatalf("ReadAt = %d %q %v", n, buf, err)
+	}
+	if n, err := f.ReadAt(buf, 8); n != 3 || err != io.EOF {
+		t.Fatalf("short ReadAt = %d %v, want 3 EOF", n, err)
+	}
+	if err := f.Truncate(5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("!")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6)
+	if _, err := f.ReadAt(got, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	if string(got) != "hello!" {
+		t.Fatalf("after truncate and write: %q", got)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Rename(name, filepath.Join(dir, "b.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.ReadDir(dir)
+	if err != nil || len(names) != 1 || names[0] != "b.log" {
+		t.Fatalf("ReadDir = %v %v", names, err)
+	}
+	if fi, err := fs.Stat(filepath.Join(dir, "b.log")); err != nil || fi.Size() != 6 {
+		t.Fatalf("Stat = %v %v", fi, err)
+	}
+	if _, err := fs.Stat(name); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Stat of renamed-away file: %v", err)
+	}
+	ro, err := fs.Open(filepath.Join(dir, "b.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Write([]byte("x")); err == nil {
+		t.Fatal("write to a read-only file succeeded")
+	}
+	ro.Close()
+	if err := fs.Remove(filepath.Join(dir, "b.log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.OpenRW(filepath.Join(dir, "b.log")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("open removed file: %v", err)
+	}
+}
+
+func TestOSFS(t *testing.T) {
+	dir := t.TempDir()
+	exercise(t, OS(), filepath.Join(dir, "d"))
+	f, err := OS().Create(filepath.Join(dir, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, ok := f.(OSFile); !ok {
+		t.Fatal("OS files do not implement OSFile")
+	}
+}
+
+func TestMemFS(t *testing.T) { exercise(t, NewMem(), "/data/d") }
+
+func write(t *testing.T, f File, s string) {
+	t.Helper()
+	if _, err := f.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contents(t *testing.T, fs FS, name string) (string, bool) {
+	t.Helper()
+	f, err := fs.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sz, _ := f.Size()
+	b := make([]byte, sz)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return string(b), true
+}
+
+func TestMemCrashDropsUnsynced(t *testing.T) {
+	cases := []struct {
+		name     string
+		run      func(t *testing.T, m *MemFS)
+		want     map[string]string // file -> durable contents; absent means gone
+		wantGone []string
+	}{
+		{
+			name: "unsynced bytes dropped",
+			run: func(t *testing.T, m *MemFS) {
+				f, _ := m.Create("/d/a")
+				m.SyncDir("/d")
+				write(t, f, "synced")
+				f.Sync()
+				write(t, f, "-lost")
+			},
+			want: map[string]string{"/d/a": "synced"},
+		},
+		{
+			name: "create without SyncDir vanishes",
+			run: func(t *testing.T, m *MemFS) {
+				f, _ := m.Create("/d/a")
+				write(t, f, "data")
+				f.Sync()
+			},
+			wantGone: []string{"/d/a"},
+		},
+		{
+			name: "unsynced rename undone",
+			run: func(t *testing.T, m *MemFS) {
+				f, _ := m.Create("/d/a")
+				write(t, f, "x")
+				f.Sync()
+				m.SyncDir("/d")
+				m.Rename("/d/a", "/d/b")
+			},
+			want:     map[string]string{"/d/a": "x"},
+			wantGone: []string{"/d/b"},
+		},
+		{
+			name: "synced rename kept",
+			run: func(t *testing.T, m *MemFS) {
+				f, _ := m.Create("/d/a")
+				write(t, f, "x")
+				f.Sync()
+				m.Rename("/d/a", "/d/b")
+				m.SyncDir("/d")
+			},
+			want:     map[string]string{"/d/b": "x"},
+			wantGone: []string{"/d/a"},
+		},
+		{
+			name: "unsynced remove undone",
+			run: func(t *testing.T, m *MemFS) {
+				f, _ := m.Create("/d/a")
+				write(t, f, "keep")
+				f.Sync()
+				m.SyncDir("/d")
+				m.Remove("/d/a")
+			},
+			want: map[string]string{"/d/a": "keep"},
+		},
+		{
+			name: "unsynced truncate undone",
+			run: func(t *testing.T, m *MemFS) {
+				f, _ := m.Create("/d/a")
+				m.SyncDir("/d")
+				write(t, f, "0123456789")
+				f.Sync()
+				f.Truncate(3)
+				write(t, f, "abcdefgh")
+			},
+			want: map[string]string{"/d/a": "0123456789"},
+		},
+		{
+			name: "synced truncate kept",
+			run: func(t *testing.T, m *MemFS) {
+				f, _ := m.Create("/d/a")
+				m.SyncDir("/d")
+				write(t, f, "0123456789")
+				f.Sync()
+				f.Truncate(3)
+				write(t, f, "ab")
+				f.Sync()
+			},
+			want: map[string]string{"/d/a": "012ab"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := NewMem()
+			m.MkdirAll("/d")
+			c.run(t, m)
+			after := m.CrashClone(CrashOptions{})
+			for name, want := range c.want {
+				got, ok := contents(t, after, name)
+				if !ok || got != want {
+					t.Errorf("%s after crash = %q (exists %v), want %q", name, got, ok, want)
+				}
+			}
+			for _, name := range c.wantGone {
+				if _, ok := contents(t, after, name); ok {
+					t.Errorf("%s survived the crash", name)
+				}
+			}
+		})
+	}
+}
+
+func TestMemCrashTearsPrefix(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d")
+	f, _ := m.Create("/d/a")
+	m.SyncDir("/d")
+	write(t, f, "durable|")
+	f.Sync()
+	write(t, f, "torn-write-payload")
+	seen := map[int]bool{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200; i++ {
+		got, _ := contents(t, m.CrashClone(CrashOptions{Tear: true, Rand: rng}), "/d/a")
+		if !bytes.HasPrefix([]byte("durable|torn-write-payload"), []byte(got)) || len(got) < len("durable|") {
+			t.Fatalf("torn crash left %q", got)
+		}
+		seen[len(got)] = true
+	}
+	if len(seen) < 5 {
+		t.Fatalf("tear lengths not random: %v", seen)
+	}
+	// The original keeps working after a clone.
+	write(t, f, "+")
+	if got, _ := contents(t, m, "/d/a"); got != "durable|torn-write-payload+" {
+		t.Fatalf("original changed by CrashClone: %q", got)
+	}
+}
+
+func TestMemInjection(t *testing.T) {
+	cases := []struct {
+		name  string
+		inj   func(Op) error
+		errno syscall.Errno
+		fail  OpKind
+	}{
+		{"second write ENOSPC", FailNth(OpWrite, 2, syscall.ENOSPC, false), syscall.ENOSPC, OpWrite},
+		{"first sync EIO", FailNth(OpSync, 1, syscall.EIO, false), syscall.EIO, OpSync},
+		{"rename EIO", FailNth(OpRename, 1, syscall.EIO, false), syscall.EIO, OpRename},
+		{"create ENOSPC", FailNth(OpCreate, 2, syscall.ENOSPC, false), syscall.ENOSPC, OpCreate},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := NewMem()
+			m.MkdirAll("/d")
+			m.Inject(c.inj)
+			var failed []error
+			note := func(k OpKind, err error) {
+				if err != nil {
+					if k != c.fail || !errors.Is(err, c.errno) {
+						t.Fatalf("%v failed with %v", k, err)
+					}
+					failed = append(failed, err)
+				}
+			}
+			f, err := m.Create("/d/a")
+			note(OpCreate, err)
+			_, err = f.Write([]byte("one"))
+			note(OpWrite, err)
+			_, err = f.Write([]byte("two"))
+			note(OpWrite, err)
+			note(OpSync, f.Sync())
+			note(OpRename, m.Rename("/d/a", "/d/b"))
+			_, err = m.Create("/d/c")
+			note(OpCreate, err)
+			if len(failed) != 1 {
+				t.Fatalf("%d failures, want exactly 1: %v", len(failed), failed)
+			}
+			if m.Ops(OpWrite) != 2 || m.Ops(OpCreate) != 2 || m.Ops(OpSync) != 1 {
+				t.Fatalf("counts write %d create %d sync %d", m.Ops(OpWrite), m.Ops(OpCreate), m.Ops(OpSync))
+			}
+		})
+	}
+	// A failed write leaves the file unchanged.
+	m := NewMem()
+	m.MkdirAll("/d")
+	f, _ := m.Create("/d/a")
+	m.Inject(FailFromSeq(m.Seq()+1, syscall.EIO))
+	if _, err := f.Write([]byte("x")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("write after FailFromSeq: %v", err)
+	}
+	if sz, _ := f.Size(); sz != 0 {
+		t.Fatalf("failed write changed the size to %d", sz)
+	}
+}
+
+func TestMemConcurrent(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d")
+	f, _ := m.Create("/d/a")
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 8)
+			for j := 0; j < 200; j++ {
+				f.ReadAt(buf, 0)
+				m.CrashClone(CrashOptions{})
+			}
+		}()
+	}
+	for j := 0; j < 200; j++ {
+		f.Write([]byte("abcdefgh"))
+		if j%10 == 0 {
+			f.Sync()
+		}
+	}
+	wg.Wait()
+	if sz, _ := f.Size(); sz != 1600 {
+		t.Fatalf("size %d", sz)
+	}
+}
