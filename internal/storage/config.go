@@ -1,0 +1,55 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Config sets a partition log's layout and retention. Zero values take
+// the defaults noted on each field.
+type Config struct {
+	SegmentBytes   int64         // roll when the active segment reaches this size; default 1 GiB (segment.bytes); at most 4 GiB-1
+	SegmentAge     time.Duration // roll when the active segment's first batch is older; default 7 days (segment.ms); <0 = never
+	RetentionBytes int64         // keep at most this many bytes; <0 or 0 = unlimited (retention.bytes, default -1)
+	RetentionAge   time.Duration // delete segments whose newest batch is older; <0 = unlimited; 0 = default 7 days (retention.ms)
+	IndexInterval  int           // bytes between sparse offset-index entries; default 4096 (index.interval.bytes)
+	Now            func() time.Time
+}
+
+// Defaults applied to zero Config fields.
+const (
+	DefaultSegmentBytes  = 1 << 30
+	DefaultSegmentAge    = 7 * 24 * time.Hour
+	DefaultRetentionAge  = 7 * 24 * time.Hour
+	DefaultIndexInterval = 4096
+
+	// maxSegmentBytes bounds a segment so that index positions fit in 32 bits.
+	maxSegmentBytes = math.MaxUint32
+)
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentBytes < 0 || c.SegmentBytes > maxSegmentBytes {
+		return c, fmt.Errorf("storage: SegmentBytes %d out of range (1..%d)", c.SegmentBytes, int64(maxSegmentBytes))
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = DefaultSegmentAge
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = DefaultRetentionAge
+	}
+	if c.IndexInterval == 0 {
+		c.IndexInterval = DefaultIndexInterval
+	}
+	if c.IndexInterval < 0 {
+		return c, fmt.Errorf("storage: IndexInterval %d is negative", c.IndexInterval)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}

@@ -1,0 +1,111 @@
+// Package storage keeps one Kafka partition as a log of segment files.
+//
+// # Directory layout
+//
+//	00000000000000000000.log        segment: raw RecordBatch v2 bytes
+//	00000000000000000000.index      sparse offset index of that segment
+//	00000000000000000000.timeindex  sparse time index of that segment
+//	00000000000000012345.log        next segment, named by its base offset
+//	...
+//	clean-shutdown                  checkpoint, present only while closed cleanly
+//	00000000000000000000.log.broken copy of a segment found corrupt (kept for an operator)
+//
+// # Segment files
+//
+// A segment holds whole RecordBatches (magic 2) back to back, exactly as
+// appended: the broker fills in the base offset (outside the CRC) and
+// nothing else changes, so a fetch hands file regions to sendfile. Offsets
+// are contiguous: each batch's base offset is the previous batch's last
+// offset + 1, and the first batch's is the base offset in the file name.
+// Only the last segment (the active one) is written; it is rolled when an
+// append would take it past Config.SegmentBytes or when its first batch
+// is older than Config.SegmentAge. Rolling syncs the segment, writes its
+// indexes, creates the next file and syncs the directory.
+//
+//	+-----------------+-----------------+-----+-----------------+
+//	| batch at base   | batch           | ... | batch           |
+//	+-----------------+-----------------+-----+-----------------+
+//	each batch: baseOffset(8) batchLength(4) ... crc32c(4) ... records
+//	(see package batch for the 61-byte header)
+//
+// # Index files
+//
+// Both index files share one frame, big-endian, ending in a CRC32C of all
+// the bytes before it:
+//
+//	off size field
+//	  0    4 magic "SLXO" (.index) or "SLXT" (.timeindex)
+//	  4    1 version (1), then 3 bytes of padding
+//	  8    8 base offset of the segment
+//	 16    8 covered: bytes of the segment the index describes
+//	 24    8 next offset after the covered batches
+//	 32    8 largest batch max timestamp (math.MinInt64 when none)
+//	 40    4 base offset of the batch holding it, relative to the base
+//	 44    4 entry count
+//	 48    … entries
+//	  …    4 crc32c
+//
+//	.index entry     (8 bytes): relative base offset u32, byte position u32
+//	.timeindex entry (12 bytes): timestamp i64, byte position u32
+//
+// An offset entry is added for the first batch starting at least
+// Config.IndexInterval bytes after the previous entry. A time entry (ts,
+// pos) says every batch before pos has a max timestamp of at most ts; one
+// is added at the same spacing whenever the segment's max timestamp has
+// grown. Lookups binary-search the entries, then read batch headers
+// forward from the position found. Positions are 32-bit, so a segment
+// holds at most 4 GiB.
+//
+// An index is written (synced) only after the bytes it covers have been
+// synced: at roll for the old segment, and at Close for the active one.
+// Readers use in-memory copies that the writer extends on every append.
+//
+// # Recovery
+//
+// Open lists the directory, removes leftover *.tmp files and indexes
+// without a segment, and opens the segments in order:
+//
+//   - A sealed segment whose index files are intact (checksums, headers
+//     agreeing, covered <= file size) is trusted up to covered; anything
+//     past covered, or the whole segment when an index is missing or
+//     corrupt, is scanned and the index rewritten.
+//   - The active segment is trusted only if the clean-shutdown checkpoint
+//     is intact and names it with its exact size and end offset, and its
+//     index covers it. Otherwise (a crash) it is scanned whole.
+//
+// Scanning validates each batch: header length, magic 2, CRC32C, and that
+// its base offset continues the log. At the first invalid batch:
+//
+//   - if the file ends inside the batch, or the bytes are invalid and no
+//     valid batch starts anywhere after them, and this is the last
+//     segment, it is a torn tail: the end of a write that was never
+//     synced. The file is truncated there and synced.
+//   - otherwise valid data follows invalid data: Open copies the segment
+//     to <name>.broken and returns a *CorruptionError naming the segment
+//     file, the byte position and the expected offset. Nothing is
+//     dropped; the original file is left untouched.
+//
+// Open then removes the checkpoint (and syncs the directory) before the
+// log accepts writes, so a crash after Open forces the next Open to scan.
+// Close syncs the active segment, writes its indexes, then writes the
+// checkpoint (to clean-shutdown.tmp, synced, renamed, directory synced).
+// Log.Recovery reports what Open scanned, rebuilt and truncated.
+//
+// # Retention
+//
+// ApplyRetention removes whole segments from the oldest, never the
+// active one: while a segment's newest batch is older than
+// Config.RetentionAge, or the log without it still holds at least
+// Config.RetentionBytes. The log start offset is the first remaining
+// segment's base offset. Each removal is followed by a directory sync.
+//
+// # Concurrency
+//
+// One writer goroutine calls Append, Sync, Roll, ApplyRetention and Close;
+// readers call everything else concurrently. Log.mu (the only lock)
+// guards the segment list and each segment's size, end offset, max
+// timestamp and in-memory indexes; no file I/O happens under it. Each
+// segment's file is reference counted: the log holds one reference while
+// the segment is listed and every read holds one while it runs, so
+// retention and Close never close a file under a reader.
+package storage

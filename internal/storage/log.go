@@ -1,0 +1,277 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"sluice/internal/batch"
+	"sluice/internal/vfs"
+)
+
+// Log is one partition's log: a directory of segment files.
+//
+// One goroutine (the partition's acceptor) calls the writing methods
+// (Append, Sync, Roll, ApplyRetention, Close); any number of goroutines may
+// call the reading methods (Read, NextOffset, StartOffset, OffsetForTime,
+// MaxTimestamp, ScanHeaders, and the returned Slices) concurrently with it.
+// Storage starts no goroutines.
+//
+// Locking: mu is the only lock. Readers hold it shared only while they
+// pick a segment and take a reference to it; file I/O happens outside it.
+// The writer takes it exclusively only to publish the effect of a write
+// (new size, index entries, segment list), never across I/O.
+type Log struct {
+	fs  vfs.FS
+	dir string
+	cfg Config
+
+	mu     sync.RWMutex // guards segs, closed, and the "guarded by Log.mu" fields of each segment
+	segs   []*segment   // oldest first; the last is the active segment
+	closed bool
+
+	// Writer-only state (the goroutine calling the writing methods).
+	failed error          // the first write-path failure; refuses writes after it
+	report RecoveryReport // what Open did; immutable afterwards
+	hdrs   []appendBatch  // scratch for Append
+}
+
+// appendBatch is one batch of an Append, parsed.
+type appendBatch struct {
+	h   batch.Header
+	pos int64 // position in the appended buffer
+}
+
+// active returns the segment being written. The caller is the writer or
+// holds mu.
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// Recovery reports what Open did to bring the log up.
+func (l *Log) Recovery() RecoveryReport { return l.report }
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// NextOffset is the log end offset: the offset the next batch gets.
+func (l *Log) NextOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segs) == 0 {
+		return 0
+	}
+	return l.active().next
+}
+
+// StartOffset is the log start offset: the first offset still stored.
+func (l *Log) StartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segs) == 0 {
+		return 0
+	}
+	return l.segs[0].base
+}
+
+// Size is the number of bytes stored in every segment.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Segments is the number of segment files.
+func (l *Log) Segments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segs)
+}
+
+// checkWritable returns why the writer may not write, if it may not.
+func (l *Log) checkWritable() error {
+	if l.failed != nil {
+		return l.failed
+	}
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// fail records the first write-path failure and returns it.
+func (l *Log) fail(what string, err error) error {
+	if l.failed == nil {
+		l.failed = &failure{what: what, cause: err}
+	}
+	return l.failed
+}
+
+// Append writes buf, one or more whole RecordBatches whose base offsets
+// are already assigned, contiguous from NextOffset(). Nothing is synced.
+// It rolls the active segment first when buf would overflow it (syncing
+// the old segment) or when it is too old.
+//
+// Invalid input (not whole batches, a bad CRC, offsets that do not
+// continue the log) returns an error matching ErrBadAppend and writes
+// nothing. A failed write returns an error matching ErrFailed and the
+// cause (errors.Is(err, syscall.ENOSPC) works); the log then refuses
+// writes until reopened.
+func (l *Log) Append(buf []byte) error {
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	if int64(len(buf)) > maxSegmentBytes {
+		return fmt.Errorf("%w: %d bytes is more than a segment can hold", ErrBadAppend, len(buf))
+	}
+	next := l.active().next
+	l.hdrs = l.hdrs[:0]
+	var at int64 // position of the next batch in buf
+	if pos, err := batch.Split(buf, func(h batch.Header, _ []byte) error {
+		if h.BaseOffset != next || h.LastOffsetDelta < 0 {
+			return fmt.Errorf("batch offsets %d..%d, want base offset %d", h.BaseOffset, h.LastOffset(), next)
+		}
+		l.hdrs = append(l.hdrs, appendBatch{h: h, pos: at})
+		at += int64(h.Size())
+		next = h.LastOffset() + 1
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%w: at byte %d: %w", ErrBadAppend, pos, err)
+	}
+
+	a := l.active()
+	if a.size > 0 && l.shouldRoll(a, int64(len(buf)), next) {
+		if err := l.Roll(); err != nil {
+			return err
+		}
+		a = l.active()
+	}
+	if n, err := a.file.Write(buf); err != nil || n != len(buf) {
+		if err == nil {
+			err = fmt.Errorf("short write: %d of %d bytes", n, len(buf))
+		}
+		return l.fail("write "+a.path, err)
+	}
+	if a.size == 0 {
+		a.created = l.cfg.Now()
+	}
+	interval := int64(l.cfg.IndexInterval)
+	base := a.size
+	l.mu.Lock()
+	for i := range l.hdrs {
+		a.observe(&l.hdrs[i].h, base+l.hdrs[i].pos, interval)
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// shouldRoll reports whether appending n bytes ending before offset next
+// must go to a new segment.
+func (l *Log) shouldRoll(a *segment, n int64, next int64) bool {
+	switch {
+	case a.size+n > l.cfg.SegmentBytes:
+		return true
+	case next-1-a.base > math.MaxUint32: // relative offsets must fit the index
+		return true
+	case l.cfg.SegmentAge > 0 && l.cfg.Now().Sub(a.created) >= l.cfg.SegmentAge:
+		return true
+	}
+	return false
+}
+
+// Sync makes every appended byte durable.
+func (l *Log) Sync() error {
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	a := l.active()
+	if err := a.file.Sync(); err != nil {
+		return l.fail("sync "+a.path, err)
+	}
+	return nil
+}
+
+// Roll seals the active segment and starts a new one at NextOffset: it
+// syncs the old segment, writes its indexes, creates the new file and
+// syncs the directory. An empty active segment is not rolled.
+func (l *Log) Roll() error {
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	a := l.active()
+	if a.size == 0 {
+		return nil
+	}
+	if err := a.file.Sync(); err != nil {
+		return l.fail("sync "+a.path+" before roll", err)
+	}
+	if err := writeIndexes(l.fs, a); err != nil {
+		return l.fail("roll", err)
+	}
+	s, err := l.createSegment(a.next)
+	if err != nil {
+		return l.fail("roll", err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		s.release()
+		return l.fail("sync directory "+l.dir+" after roll", err)
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, s)
+	l.mu.Unlock()
+	return nil
+}
+
+// Close syncs, writes the clean-shutdown checkpoint and closes files. It
+// is idempotent. A log that failed closes its files without a checkpoint,
+// so the next Open scans it, and Close returns nil: the failure was
+// reported when it happened. Slices taken earlier stop working; a read in
+// progress finishes first.
+func (l *Log) Close() error {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	var err error
+	if l.failed == nil {
+		err = l.writeCleanShutdown()
+	}
+	l.mu.Lock()
+	l.closed = true
+	segs := l.segs
+	l.segs = nil
+	l.mu.Unlock()
+	for _, s := range segs {
+		s.release()
+	}
+	return err
+}
+
+// writeCleanShutdown syncs the active segment, writes its indexes and then
+// the checkpoint that lets the next Open skip scanning it.
+func (l *Log) writeCleanShutdown() error {
+	a := l.active()
+	if err := a.file.Sync(); err != nil {
+		return fmt.Errorf("storage: close: sync %s: %w", a.path, err)
+	}
+	if err := writeIndexes(l.fs, a); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("storage: close: sync directory: %w", err)
+	}
+	if err := writeCheckpoint(l.fs, l.dir, checkpoint{activeBase: a.base, activeSize: a.size, next: a.next}); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,243 @@
+package storage
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sort"
+
+	"sluice/internal/batch"
+	"sluice/internal/vfs"
+)
+
+// Read returns whole batches starting with the batch that holds offset,
+// none at or past limit (exclusive; the caller passes the high
+// watermark), at most maxBytes but always at least one whole batch if one
+// exists below limit. An offset below StartOffset or past NextOffset gives
+// ErrOffsetOutOfRange; offset == NextOffset (or >= limit) gives an empty
+// Slice. The slice never crosses a segment boundary: a reader at the end
+// of a segment reads again from the next offset.
+func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return Slice{}, ErrClosed
+	}
+	start, end := l.segs[0].base, l.active().next
+	if offset < start || offset > end {
+		l.mu.RUnlock()
+		return Slice{}, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
+	}
+	if offset == end || offset >= limit {
+		l.mu.RUnlock()
+		return Slice{}, nil
+	}
+	s := l.segs[sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })-1]
+	size, next, idx := s.size, s.next, s.offIdx
+	s.acquire() // the log's own reference is held, so this succeeds
+	l.mu.RUnlock()
+	defer s.release()
+
+	if offset >= next {
+		return Slice{}, nil
+	}
+	var hb [batch.HeaderSize]byte
+	pos := posForOffset(idx, offset)
+	for {
+		if pos >= size {
+			return Slice{}, fmt.Errorf("storage: %s: offset %d not found below byte %d", s.path, offset, size)
+		}
+		h, err := readHeader(s.file, pos, &hb)
+		if err != nil {
+			return Slice{}, err
+		}
+		if h.LastOffset() >= offset {
+			break
+		}
+		pos += int64(h.Size())
+	}
+	first := pos
+
+	// Jump over whole batches with the index: the furthest known batch
+	// boundary within maxBytes whose batches before it are all below limit.
+	endPos := first
+	if next <= limit && size-first <= int64(maxBytes) {
+		endPos = size
+	} else {
+		i := sort.Search(len(idx), func(i int) bool {
+			return idx[i].pos-first > int64(maxBytes) || idx[i].off > limit
+		})
+		if i > 0 && idx[i-1].pos > first {
+			endPos = idx[i-1].pos
+		}
+	}
+	// Then walk headers to the last whole batch that fits.
+	for endPos < size {
+		h, err := readHeader(s.file, endPos, &hb)
+		if err != nil {
+			return Slice{}, err
+		}
+		if h.LastOffset() >= limit || (endPos > first && endPos+int64(h.Size())-first > int64(maxBytes)) {
+			break
+		}
+		endPos += int64(h.Size())
+	}
+	return Slice{seg: s, pos: first, n: endPos - first}, nil
+}
+
+// Slice is a region of one segment file holding whole batches. It stays
+// readable until retention or Close removes its segment; after that its
+// methods return an error matching ErrOffsetOutOfRange.
+type Slice struct {
+	seg *segment
+	pos int64
+	n   int64
+}
+
+// Len is the number of bytes in the slice.
+func (s Slice) Len() int { return int(s.n) }
+
+// Bytes reads the slice into memory.
+func (s Slice) Bytes() ([]byte, error) {
+	if s.n == 0 {
+		return nil, nil
+	}
+	if !s.seg.acquire() {
+		return nil, errSliceGone
+	}
+	defer s.seg.release()
+	b := make([]byte, s.n)
+	if k, err := s.seg.file.ReadAt(b, s.pos); k < len(b) {
+		return nil, fmt.Errorf("storage: read %s at %d: %w", s.seg.path, s.pos, err)
+	}
+	return b, nil
+}
+
+// WriteTo copies the slice to w, with sendfile when w is a TCP connection
+// and the segment is an OS file (the file position is never used, so
+// concurrent readers of one segment do not interfere), and with a
+// positional-read copy otherwise.
+func (s Slice) WriteTo(w io.Writer) (int64, error) {
+	if s.n == 0 {
+		return 0, nil
+	}
+	if !s.seg.acquire() {
+		return 0, errSliceGone
+	}
+	defer s.seg.release()
+	if tc, ok := w.(*net.TCPConn); ok {
+		if of, ok := s.seg.file.(vfs.OSFile); ok {
+			n, handled, err := sendfile(tc, of.OS(), s.pos, s.n)
+			if handled {
+				return n, err
+			}
+		}
+	}
+	n, err := io.CopyBuffer(w, io.NewSectionReader(s.seg.file, s.pos, s.n), make([]byte, min(s.n, 64<<10)))
+	if err == nil && n < s.n {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// OffsetForTime returns the offset of the first batch whose max timestamp
+// is >= ts, or NextOffset() if none.
+func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	var s *segment
+	for _, c := range l.segs {
+		if c.maxTs != noTimestamp && c.maxTs >= ts {
+			s = c
+			break
+		}
+	}
+	if s == nil {
+		next := l.active().next
+		l.mu.RUnlock()
+		return next, nil
+	}
+	size, idx := s.size, s.timeIdx
+	s.acquire()
+	l.mu.RUnlock()
+	defer s.release()
+
+	var hb [batch.HeaderSize]byte
+	for pos := posForTime(idx, ts); pos < size; {
+		h, err := readHeader(s.file, pos, &hb)
+		if err != nil {
+			return 0, err
+		}
+		if h.MaxTimestamp >= ts {
+			return h.BaseOffset, nil
+		}
+		pos += int64(h.Size())
+	}
+	return 0, fmt.Errorf("storage: %s: max timestamp %d not found by scanning", s.path, ts)
+}
+
+// MaxTimestamp returns the largest timestamp in the log and the base
+// offset of the first batch holding it (-1, -1 when empty).
+func (l *Log) MaxTimestamp() (ts int64, offset int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ts, offset = noTimestamp, -1
+	for _, s := range l.segs {
+		if s.maxTs > ts {
+			ts, offset = s.maxTs, s.maxTsOff
+		}
+	}
+	if ts == noTimestamp {
+		return -1, -1
+	}
+	return ts, offset
+}
+
+// ScanHeaders calls fn with the header of every stored batch whose last
+// offset is >= from, in offset order, stopping at the first error.
+func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
+	type view struct {
+		s    *segment
+		size int64
+		pos  int64
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return ErrClosed
+	}
+	var views []view
+	for _, s := range l.segs {
+		if s.next <= from {
+			continue
+		}
+		s.acquire()
+		views = append(views, view{s: s, size: s.size, pos: posForOffset(s.offIdx, from)})
+	}
+	l.mu.RUnlock()
+	defer func() {
+		for _, v := range views {
+			v.s.release()
+		}
+	}()
+	var hb [batch.HeaderSize]byte
+	for _, v := range views {
+		for pos := v.pos; pos < v.size; {
+			h, err := readHeader(v.s.file, pos, &hb)
+			if err != nil {
+				return err
+			}
+			pos += int64(h.Size())
+			if h.LastOffset() < from {
+				continue
+			}
+			if err := fn(h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

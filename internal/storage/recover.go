@@ -1,0 +1,403 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sluice/internal/batch"
+	"sluice/internal/vfs"
+)
+
+// RecoveryReport says what Open had to do.
+type RecoveryReport struct {
+	// Clean: a valid clean-shutdown checkpoint matched the directory, so
+	// the active segment was not rescanned.
+	Clean bool
+	// Segments is the number of segments opened.
+	Segments int
+	// SegmentsScanned and BytesScanned count the batches Open read and
+	// validated (CRC included) because no trusted index covered them.
+	SegmentsScanned int
+	BytesScanned    int64
+	// IndexesRebuilt counts segments whose index files were missing,
+	// corrupt or did not match the segment.
+	IndexesRebuilt int
+	// TruncatedBytes is the size of the torn tail cut off the last segment.
+	TruncatedBytes int64
+	// FilesRemoved counts leftover temporary files and indexes without a
+	// segment that Open deleted.
+	FilesRemoved int
+}
+
+// scanChunk is how much recovery reads from a segment at once.
+const scanChunk = 1 << 20
+
+// Why a scan stopped before the end of a segment.
+type stopKind int
+
+const (
+	stopIO        stopKind = iota // an I/O error: no verdict on the bytes
+	stopTorn                      // the file ends inside a batch: the tail of an interrupted write
+	stopInvalid                   // bad magic, length or CRC: torn only if nothing valid follows
+	stopMisplaced                 // a valid batch with the wrong offset: never a torn write
+)
+
+var errMisplaced = errors.New("storage: batch offset does not continue the log")
+
+// window reads a segment file through a sliding buffer.
+type window struct {
+	f    vfs.File
+	size int64
+	pos  int64 // file position of buf[0]
+	buf  []byte
+	back []byte
+}
+
+// bytes returns the file's bytes [pos, pos+n); the caller ensures
+// pos+n <= size.
+func (w *window) bytes(pos int64, n int) ([]byte, error) {
+	if pos >= w.pos && pos+int64(n) <= w.pos+int64(len(w.buf)) {
+		return w.buf[pos-w.pos:][:n], nil
+	}
+	want := int64(max(n, scanChunk))
+	want = min(want, w.size-pos)
+	if int64(cap(w.back)) < want {
+		w.back = make([]byte, want)
+	}
+	b := w.back[:want]
+	if k, err := w.f.ReadAt(b, pos); k < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		w.buf = nil
+		return nil, fmt.Errorf("storage: read at %d: %w", pos, err)
+	}
+	w.buf, w.pos = b, pos
+	return w.buf[:n], nil
+}
+
+// scan validates the batches of s from position from to the window's end,
+// recording each in s. It returns the position where it stopped and, if
+// that is before the end, why.
+func scan(s *segment, w *window, from int64, interval int64) (int64, stopKind, error) {
+	pos := from
+	for pos < w.size {
+		if w.size-pos < batch.HeaderSize {
+			return pos, stopTorn, batch.ErrShort
+		}
+		hb, err := w.bytes(pos, batch.HeaderSize)
+		if err != nil {
+			return pos, stopIO, err
+		}
+		h, err := batch.ParseHeader(hb)
+		if err != nil {
+			return pos, stopInvalid, err
+		}
+		if h.Magic != 2 {
+			return pos, stopInvalid, fmt.Errorf("%w: magic %d", batch.ErrBadMagic, h.Magic)
+		}
+		if int64(h.Size()) > w.size-pos {
+			return pos, stopTorn, fmt.Errorf("%w: batch of %d bytes, %d left in the file", batch.ErrShort, h.Size(), w.size-pos)
+		}
+		b, err := w.bytes(pos, h.Size())
+		if err != nil {
+			return pos, stopIO, err
+		}
+		if h, err = batch.Validate(b); err != nil {
+			return pos, stopInvalid, err
+		}
+		if h.BaseOffset != s.next || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxUint32 {
+			return pos, stopMisplaced, fmt.Errorf("%w: batch %d..%d where offset %d was expected",
+				errMisplaced, h.BaseOffset, h.LastOffset(), s.next)
+		}
+		s.observe(&h, pos, interval)
+		pos += int64(h.Size())
+	}
+	return pos, 0, nil
+}
+
+// validAfter reports whether a valid batch starts anywhere in (from, end).
+func validAfter(w *window, from int64) (bool, error) {
+	for q := from + 1; q+batch.HeaderSize <= w.size; q++ {
+		hb, err := w.bytes(q, batch.HeaderSize)
+		if err != nil {
+			return false, err
+		}
+		if hb[16] != 2 {
+			continue
+		}
+		h, err := batch.ParseHeader(hb)
+		if err != nil || int64(h.Size()) > w.size-q {
+			continue
+		}
+		b, err := w.bytes(q, h.Size())
+		if err != nil {
+			return false, err
+		}
+		if _, err := batch.Validate(b); err == nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Open opens or creates the log in dir, recovering it: after a clean
+// Close it trusts the checkpoint; otherwise it validates the unverified
+// tail, truncates a torn tail, rebuilds missing or corrupt indexes, and
+// returns a *CorruptionError if invalid bytes are followed by valid data.
+func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list %s: %w", dir, err)
+	}
+	l := &Log{fs: fs, dir: dir, cfg: cfg}
+	r := &l.report
+	dirty := false // a directory entry changed and needs SyncDir
+
+	have := map[string]bool{}
+	var bases []int64
+	for _, n := range names {
+		have[n] = true
+		if base, ok := parseSegmentName(n); ok {
+			bases = append(bases, base)
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	for _, n := range names {
+		stem := strings.TrimSuffix(strings.TrimSuffix(n, indexSuffix), timeIndexSuffix)
+		orphan := stem != n && !have[stem+logSuffix]
+		if strings.HasSuffix(n, tmpSuffix) || orphan {
+			if err := fs.Remove(filepath.Join(dir, n)); err != nil {
+				return nil, fmt.Errorf("storage: remove leftover %s: %w", n, err)
+			}
+			r.FilesRemoved++
+			dirty = true
+		}
+	}
+
+	var cp *checkpoint
+	if have[checkpointName] {
+		if b, err := readWhole(fs, filepath.Join(dir, checkpointName)); err == nil {
+			if c, err := decodeCheckpoint(b); err == nil {
+				cp = &c
+			}
+		}
+	}
+
+	fail := func(err error) (*Log, error) {
+		for _, s := range l.segs {
+			s.release()
+		}
+		return nil, err
+	}
+	if len(bases) == 0 {
+		s, err := l.createSegment(0)
+		if err != nil {
+			return fail(err)
+		}
+		l.segs = []*segment{s}
+		dirty = true
+	}
+	for i, base := range bases {
+		if i > 0 && base != l.segs[i-1].next {
+			prev := l.segs[i-1]
+			return fail(&CorruptionError{
+				Segment: filepath.Join(dir, segmentName(base)+logSuffix), Offset: prev.next,
+				Err: fmt.Errorf("%w: segment starts at offset %d but %s ends at %d", errMisplaced, base, prev.path, prev.next),
+			})
+		}
+		s, changed, err := l.recoverSegment(base, i == len(bases)-1, cp)
+		if err != nil {
+			return fail(err)
+		}
+		dirty = dirty || changed
+		l.segs = append(l.segs, s)
+	}
+	r.Segments = len(l.segs)
+
+	// The checkpoint is removed before any write: if this process crashes,
+	// the next Open must not trust it.
+	if have[checkpointName] {
+		if err := fs.Remove(filepath.Join(dir, checkpointName)); err != nil {
+			return fail(fmt.Errorf("storage: remove checkpoint: %w", err))
+		}
+		dirty = true
+	}
+	if dirty {
+		if err := fs.SyncDir(dir); err != nil {
+			return fail(fmt.Errorf("storage: sync directory %s: %w", dir, err))
+		}
+	}
+	if a := l.active(); a.size > 0 {
+		a.created = cfg.Now()
+	}
+	return l, nil
+}
+
+// createSegment creates an empty segment file at base. The caller syncs
+// the directory.
+func (l *Log) createSegment(base int64) (*segment, error) {
+	path := filepath.Join(l.dir, segmentName(base)+logSuffix)
+	f, err := l.fs.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %s: %w", path, err)
+	}
+	return newSegment(l.dir, base, f), nil
+}
+
+// recoverSegment opens the segment at base and brings its indexes up to
+// date, scanning whatever no trusted index covers. changed reports a
+// directory change (a rewritten or removed index) that needs SyncDir.
+func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (s *segment, changed bool, err error) {
+	path := filepath.Join(l.dir, segmentName(base)+logSuffix)
+	var f vfs.File
+	if last {
+		f, err = l.fs.OpenRW(path)
+	} else {
+		f, err = l.fs.Open(path)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("storage: open segment: %w", err)
+	}
+	s = newSegment(l.dir, base, f)
+	defer func() {
+		if err != nil {
+			s.release()
+			s = nil
+		}
+	}()
+	size, err := f.Size()
+	if err != nil {
+		return nil, false, fmt.Errorf("storage: size of %s: %w", path, err)
+	}
+	interval := int64(l.cfg.IndexInterval)
+	r := &l.report
+
+	sum, offs, times, ok := loadIndexes(l.fs, s)
+	ok = ok && sum.covered <= size
+	if !ok {
+		r.IndexesRebuilt++
+	}
+	clean := last && ok && cp != nil && cp.activeBase == base && cp.activeSize == size &&
+		sum.covered == size && sum.next == cp.next
+	if last {
+		r.Clean = clean
+	}
+	// Bytes an index covers were synced before it was written, so a
+	// sealed segment's index is trusted. The active segment's index is
+	// trusted only on a clean restart; after a crash it is rescanned whole.
+	from := int64(0)
+	if ok && (!last || clean) {
+		s.size, s.next, s.maxTs, s.maxTsOff = sum.covered, sum.next, sum.maxTs, sum.maxTsOff
+		s.offIdx, s.timeIdx = offs, times
+		s.sinceOff, s.sinceTime = sum.covered, sum.covered
+		if len(offs) > 0 {
+			s.sinceOff = sum.covered - offs[len(offs)-1].pos
+		}
+		if len(times) > 0 {
+			s.sinceTime = sum.covered - times[len(times)-1].pos
+		}
+		from = sum.covered
+	}
+	if from == size {
+		return s, false, nil
+	}
+
+	w := &window{f: f, size: size}
+	end, kind, cause := scan(s, w, from, interval)
+	r.SegmentsScanned++
+	r.BytesScanned += end - from
+	if cause != nil {
+		torn := kind == stopTorn
+		if kind == stopInvalid {
+			follows, err := validAfter(w, end)
+			if err != nil {
+				return nil, false, err
+			}
+			torn = !follows
+		}
+		if !last || !torn || kind == stopIO {
+			if kind == stopIO {
+				return nil, false, fmt.Errorf("storage: recover %s: %w", path, cause)
+			}
+			return nil, false, &CorruptionError{
+				Segment: path, Offset: s.next, Position: end, Err: cause,
+				Broken: l.copyAside(path, size),
+			}
+		}
+		// A torn tail: the end of a write that never completed. Nothing
+		// after it was acknowledged as durable, so it is cut off.
+		if err := f.Truncate(end); err != nil {
+			return nil, false, fmt.Errorf("storage: truncate torn tail of %s at %d: %w", path, end, err)
+		}
+		if err := f.Sync(); err != nil {
+			return nil, false, fmt.Errorf("storage: sync %s after truncation: %w", path, err)
+		}
+		r.TruncatedBytes += size - end
+		for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
+			if err := l.fs.Remove(p); err == nil {
+				changed = true
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return nil, false, fmt.Errorf("storage: remove stale index %s: %w", p, err)
+			}
+		}
+	}
+	if !last {
+		if err := writeIndexes(l.fs, s); err != nil {
+			return nil, false, fmt.Errorf("storage: %w", err)
+		}
+		changed = true
+	}
+	return s, changed, nil
+}
+
+// copyAside copies a corrupt segment to <name>.broken, synced, and
+// returns the copy's path ("" if copying failed: the original stays
+// where it is either way).
+func (l *Log) copyAside(path string, size int64) string {
+	dst := path + brokenSuffix
+	if err := l.fs.Remove(dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	src, err := l.fs.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer src.Close()
+	out, err := l.fs.Create(dst)
+	if err != nil {
+		return ""
+	}
+	buf := make([]byte, min(size, scanChunk))
+	for pos := int64(0); pos < size; {
+		n, err := src.ReadAt(buf[:min(int64(len(buf)), size-pos)], pos)
+		if n > 0 {
+			if _, werr := out.Write(buf[:n]); werr != nil {
+				out.Close()
+				return ""
+			}
+			pos += int64(n)
+		}
+		if err != nil && (!errors.Is(err, io.EOF) || pos < size) {
+			out.Close()
+			return ""
+		}
+	}
+	if out.Sync() != nil || out.Close() != nil || l.fs.SyncDir(l.dir) != nil {
+		return ""
+	}
+	return dst
+}
