@@ -76,10 +76,11 @@
 // Scanning validates each batch: header length, magic 2, CRC32C, and that
 // its base offset continues the log. At the first invalid batch:
 //
-//   - if the file ends inside the batch, or the bytes are invalid and no
-//     valid batch starts anywhere after them, and this is the last
-//     segment, it is a torn tail: the end of a write that was never
-//     synced. The file is truncated there and synced.
+//   - if this is the last segment and no valid batch (with a later base
+//     offset) starts anywhere after the invalid bytes, it is a torn tail:
+//     the end of a write that was never synced. The file is truncated
+//     there and synced. A valid batch with the wrong offset is never
+//     taken for a torn tail.
 //   - otherwise valid data follows invalid data: Open copies the segment
 //     to <name>.broken and returns a *CorruptionError naming the segment
 //     file, the byte position and the expected offset. Nothing is

@@ -43,7 +43,7 @@ type stopKind int
 
 const (
 	stopIO        stopKind = iota // an I/O error: no verdict on the bytes
-	stopTorn                      // the file ends inside a batch: the tail of an interrupted write
+	stopTorn                      // the file ends inside a batch: a torn write if nothing valid follows
 	stopInvalid                   // bad magic, length or CRC: torn only if nothing valid follows
 	stopMisplaced                 // a valid batch with the wrong offset: never a torn write
 )
@@ -122,8 +122,9 @@ func scan(s *segment, w *window, from int64, interval int64) (int64, stopKind, e
 	return pos, 0, nil
 }
 
-// validAfter reports whether a valid batch starts anywhere in (from, end).
-func validAfter(w *window, from int64) (bool, error) {
+// validAfter reports whether a valid batch that could belong after offset
+// next (its base offset is greater) starts anywhere after position from.
+func validAfter(w *window, from int64, next int64) (bool, error) {
 	for q := from + 1; q+batch.HeaderSize <= w.size; q++ {
 		hb, err := w.bytes(q, batch.HeaderSize)
 		if err != nil {
@@ -140,7 +141,7 @@ func validAfter(w *window, from int64) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if _, err := batch.Validate(b); err == nil {
+		if _, err := batch.Validate(b); err == nil && h.BaseOffset > next {
 			return true, nil
 		}
 	}
@@ -261,7 +262,7 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 // recoverSegment opens the segment at base and brings its indexes up to
 // date, scanning whatever no trusted index covers. changed reports a
 // directory change (a rewritten or removed index) that needs SyncDir.
-func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (s *segment, changed bool, err error) {
+func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment, changed bool, err error) {
 	path := filepath.Join(l.dir, segmentName(base)+logSuffix)
 	var f vfs.File
 	if last {
@@ -272,11 +273,10 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (s *segment,
 	if err != nil {
 		return nil, false, fmt.Errorf("storage: open segment: %w", err)
 	}
-	s = newSegment(l.dir, base, f)
+	s := newSegment(l.dir, base, f)
 	defer func() {
 		if err != nil {
 			s.release()
-			s = nil
 		}
 	}()
 	size, err := f.Size()
@@ -321,11 +321,14 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (s *segment,
 	r.SegmentsScanned++
 	r.BytesScanned += end - from
 	if cause != nil {
-		torn := kind == stopTorn
-		if kind == stopInvalid {
-			follows, err := validAfter(w, end)
+		// A length running past the end of the file is what a torn write
+		// looks like, but a corrupted length field looks the same: it is
+		// torn only if no valid batch follows, as for other invalid bytes.
+		torn := false
+		if kind == stopTorn || kind == stopInvalid {
+			follows, err := validAfter(w, end, s.next)
 			if err != nil {
-				return nil, false, err
+				return nil, false, fmt.Errorf("storage: recover %s: %w", path, err)
 			}
 			torn = !follows
 		}
