@@ -214,7 +214,7 @@ func TestRecoveryCorruptionReported(t *testing.T) {
 func TestRecoveryRebuildsIndexes(t *testing.T) {
 	cfg := Config{SegmentBytes: 4 << 10, IndexInterval: 200}
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, m *vfs.MemFS, idx string)
 	}{
 		{"missing offset index", func(t *testing.T, m *vfs.MemFS, idx string) { m.Remove(idx + indexSuffix) }},

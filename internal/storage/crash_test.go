@@ -1,0 +1,261 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+
+	"sluice/internal/batch"
+	"sluice/internal/storage/storagetest"
+	"sluice/internal/vfs"
+)
+
+// workload appends random batches (single and several per Append, some
+// larger than a segment), syncing every few appends and rolling small
+// segments. It stops at the first error. durable is the prefix of data
+// that a Sync (or Roll, which syncs) confirmed.
+type workload struct {
+	data    []byte
+	durable int
+	err     error
+}
+
+func runWorkload(fs vfs.FS, cfg Config, seed uint64, appends int) (w workload) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	l, err := Open(fs, dir, cfg)
+	if err != nil {
+		w.err = err
+		return w
+	}
+	defer func() {
+		if err := l.Close(); err != nil && w.err == nil {
+			w.err = err
+		}
+	}()
+	next := int64(0)
+	for i := 0; i < appends; i++ {
+		var buf []byte
+		for k := 1 + rng.IntN(3); k > 0; k-- {
+			size := rng.IntN(300)
+			if rng.IntN(10) == 0 {
+				size = 3000 + rng.IntN(3000) // larger than a segment
+			}
+			b, n := storagetest.WithBaseOffset(storagetest.Build(storagetest.Spec{
+				Records: 1 + rng.IntN(4), ValueSize: size, Timestamp: int64(i), Seed: byte(rng.Uint32()),
+				ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+			}), next)
+			buf, next = append(buf, b...), n
+		}
+		if err := l.Append(buf); err != nil {
+			w.err = err
+			return w
+		}
+		w.data = append(w.data, buf...)
+		if rng.IntN(3) == 0 {
+			if err := l.Sync(); err != nil {
+				w.err = err
+				return w
+			}
+			w.durable = len(w.data)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		w.err = err
+		return w
+	}
+	w.durable = len(w.data)
+	return w
+}
+
+// checkRecovered opens the crashed image and checks the invariants: the
+// log opens, every batch validates with contiguous offsets from 0, every
+// durable byte is there, and the rest is a prefix of what was appended.
+func checkRecovered(t *testing.T, fs vfs.FS, cfg Config, w workload, what string) {
+	t.Helper()
+	l, err := Open(fs, dir, cfg)
+	if err != nil {
+		t.Fatalf("%s: reopen: %v", what, err)
+	}
+	defer l.Close()
+	got := readAll(t, l, 0)
+	next := int64(0)
+	if _, err := batch.Split(got, func(h batch.Header, _ []byte) error {
+		if h.BaseOffset != next {
+			t.Fatalf("%s: batch at %d, want %d", what, h.BaseOffset, next)
+		}
+		next = h.LastOffset() + 1
+		return nil
+	}); err != nil {
+		t.Fatalf("%s: recovered bytes invalid: %v", what, err)
+	}
+	if next != l.NextOffset() {
+		t.Fatalf("%s: batches end at %d, NextOffset %d", what, next, l.NextOffset())
+	}
+	if len(got) < w.durable {
+		t.Fatalf("%s: %d bytes recovered, %d were synced", what, len(got), w.durable)
+	}
+	if !bytes.Equal(got, w.data[:len(got)]) {
+		t.Fatalf("%s: recovered bytes are not a prefix of the appended ones", what)
+	}
+}
+
+// TestCrashAtEveryBoundary runs a workload once to count its filesystem
+// operations, then again for every boundary k, with the machine stopping
+// (every operation failing) from operation k on, and checks the crash
+// image at that point, with and without a torn last write.
+func TestCrashAtEveryBoundary(t *testing.T) {
+	cfg := Config{SegmentBytes: 2 << 10, IndexInterval: 256}
+	seeds := []uint64{1, 2, 3}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
+		full := vfs.NewMem()
+		w := runWorkload(full, cfg, seed, 40)
+		if w.err != nil {
+			t.Fatal(w.err)
+		}
+		total := full.Seq()
+		checkRecovered(t, full.CrashClone(vfs.CrashOptions{}), cfg, w, "after the whole workload")
+		tearRng := rand.New(rand.NewPCG(seed, 99))
+		for k := int64(1); k <= total; k++ {
+			m := vfs.NewMem()
+			m.Inject(vfs.FailFromSeq(k, syscall.EIO))
+			w := runWorkload(m, cfg, seed, 40)
+			if w.err == nil {
+				t.Fatalf("seed %d: workload survived a failure from op %d", seed, k)
+			}
+			if !errors.Is(w.err, syscall.EIO) {
+				t.Fatalf("seed %d op %d: error %v does not wrap EIO", seed, k, w.err)
+			}
+			for _, tear := range []bool{false, true} {
+				c := m.CrashClone(vfs.CrashOptions{Tear: tear, Rand: tearRng})
+				checkRecovered(t, c, cfg, w, "crash")
+			}
+		}
+		t.Logf("seed %d: %d crash points", seed, total)
+	}
+}
+
+// TestCrashRepeated crashes, recovers and continues several times in a row.
+func TestCrashRepeated(t *testing.T) {
+	cfg := Config{SegmentBytes: 2 << 10, IndexInterval: 256}
+	m := vfs.NewMem()
+	rng := rand.New(rand.NewPCG(5, 5))
+	var durable []byte
+	for round := 0; round < 8; round++ {
+		l := mustOpen(t, m, dir, cfg)
+		a := newAppender(t, l)
+		a.data = append([]byte(nil), durable...)
+		if got := readAll(t, l, 0); !bytes.Equal(got, durable) {
+			t.Fatalf("round %d: recovered %d bytes, %d were durable", round, len(got), len(durable))
+		}
+		for i := 0; i < 20; i++ {
+			a.add(1+rng.IntN(3), rng.IntN(500), int64(round*100+i))
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		durable = a.data
+		a.add(1, 100, 0) // unsynced: lost or torn by the crash
+		m = m.CrashClone(vfs.CrashOptions{Tear: true, Rand: rng})
+		l.Close()
+	}
+}
+
+func TestInjectedErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		kind  vfs.OpKind
+		n     int64 // which operation of kind, counted after Open
+		errno syscall.Errno
+	}{
+		{"write ENOSPC", vfs.OpWrite, 3, syscall.ENOSPC},
+		{"write EIO", vfs.OpWrite, 5, syscall.EIO},
+		{"sync EIO", vfs.OpSync, 2, syscall.EIO},
+		{"index create on roll ENOSPC", vfs.OpCreate, 1, syscall.ENOSPC},
+		{"segment create on roll ENOSPC", vfs.OpCreate, 3, syscall.ENOSPC},
+		{"syncdir on roll EIO", vfs.OpSyncDir, 1, syscall.EIO},
+	}
+	cfg := Config{SegmentBytes: 1 << 10}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := vfs.NewMem()
+			l := mustOpen(t, m, dir, cfg)
+			m.Inject(vfs.FailNth(c.kind, m.Ops(c.kind)+c.n, c.errno, false))
+			next := int64(0)
+			var durable, appended []byte
+			var failure error
+			for i := 0; i < 30 && failure == nil; i++ {
+				b, n := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 200, int64(i)), next)
+				if err := l.Append(b); err != nil {
+					failure = err
+					break
+				}
+				next = n
+				appended = append(appended, b...)
+				if err := l.Sync(); err != nil {
+					failure = err
+					break
+				}
+				durable = append(durable[:0], appended...)
+			}
+			if failure == nil {
+				t.Fatal("no error surfaced")
+			}
+			if !errors.Is(failure, c.errno) || !errors.Is(failure, ErrFailed) {
+				t.Fatalf("error %v: want it to match %v and ErrFailed", failure, c.errno)
+			}
+			// The log refuses further writes with the same error.
+			m.Inject(nil)
+			b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 1, 0), next)
+			if err := l.Append(b); !errors.Is(err, c.errno) {
+				t.Fatalf("Append after failure: %v", err)
+			}
+			if err := l.Sync(); !errors.Is(err, ErrFailed) {
+				t.Fatalf("Sync after failure: %v", err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatalf("Close after failure: %v", err)
+			}
+			// Reopening after a crash keeps everything that was synced.
+			l = mustOpen(t, m.CrashClone(vfs.CrashOptions{}), dir, cfg)
+			defer l.Close()
+			got := readAll(t, l, 0)
+			if len(got) < len(durable) || !bytes.Equal(got[:len(durable)], durable) || !bytes.Equal(got, appended[:len(got)]) {
+				t.Fatalf("recovered %d bytes; %d durable, %d appended", len(got), len(durable), len(appended))
+			}
+		})
+	}
+}
+
+func TestAppendRejectsBadInput(t *testing.T) {
+	l := mustOpen(t, vfs.NewMem(), dir, Config{})
+	defer l.Close()
+	good, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, 1), 0)
+	badCRC := append([]byte(nil), good...)
+	badCRC[len(badCRC)-1] ^= 1
+	gap, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, 1), 5)
+	cases := []struct {
+		name string
+		b    []byte
+	}{
+		{"bad CRC", badCRC},
+		{"offset gap", gap},
+		{"truncated", good[:len(good)-2]},
+		{"trailing garbage", append(append([]byte(nil), good...), 1, 2, 3)},
+	}
+	for _, c := range cases {
+		if err := l.Append(c.b); !errors.Is(err, ErrBadAppend) {
+			t.Fatalf("%s: Append = %v, want ErrBadAppend", c.name, err)
+		}
+		if l.NextOffset() != 0 || l.Size() != 0 {
+			t.Fatalf("%s: rejected append changed the log", c.name)
+		}
+	}
+	if err := l.Append(good); err != nil {
+		t.Fatalf("good append after rejections: %v", err)
+	}
+}
