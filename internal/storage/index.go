@@ -84,7 +84,7 @@ func checkIndex(b []byte, magic string, entrySize int) (indexSummary, []byte, er
 	if crc32.Checksum(body, castagnoli) != sum {
 		return s, nil, fmt.Errorf("%w: checksum mismatch", errBadIndex)
 	}
-	if string(b[0:4]) != magic || b[4] != indexVersion {
+	if string(b[0:4]) != magic || b[4] != indexVersion || b[5]|b[6]|b[7] != 0 {
 		return s, nil, fmt.Errorf("%w: magic %q version %d", errBadIndex, b[0:4], b[4])
 	}
 	s.base = int64(binary.BigEndian.Uint64(b[8:]))
