@@ -1,0 +1,229 @@
+package acceptor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"sluice/internal/storage"
+)
+
+// partitionLog is what the acceptor needs of a partition log; *storage.Log
+// implements it, and unit tests substitute fakes.
+type partitionLog interface {
+	Append(buf []byte) error
+	Sync() error
+	NextOffset() int64
+	ApplyRetention() (removed int, err error)
+}
+
+// Acceptor owns one partition's writes: one goroutine drains its queue.
+//
+// Goroutine ownership: Start starts the run goroutine; it is owned by the
+// Acceptor and stops when Close is called, after writing and fsyncing
+// every append already queued. Close waits for it.
+//
+// Lock order: sendMu, then mu. Neither is held across I/O or while
+// blocking on a waiter.
+type Acceptor struct {
+	cfg   Config
+	log   partitionLog
+	queue chan *waiter
+	pool  sync.Pool // of *waiter
+
+	hw      atomic.Int64            // high watermark: readers never read at or past it
+	failure atomic.Pointer[failure] // why the partition stopped; nil while healthy
+
+	// sendMu guards sendClosed. Append holds it shared while it sends on
+	// queue; Close takes it exclusively once, so that after it no append
+	// can enter the queue and the run goroutine can drain it for good.
+	sendMu     sync.RWMutex
+	sendClosed bool
+
+	mu      sync.Mutex    // guards hwCh and stopped
+	hwCh    chan struct{} // closed at the next HW advance; nil until HWChanged asks
+	stopped bool          // the run goroutine has ended; HWChanged returns a closed channel
+
+	closeOnce sync.Once
+	closing   chan struct{} // closed first by Close: wakes Appends blocked on a full queue
+	stop      chan struct{} // closed by Close after sendMu is closed: the run goroutine drains and exits
+	done      chan struct{} // closed by the run goroutine when it returns
+	closeErr  error         // set by the run goroutine before done is closed
+
+	run runState // owned by the run goroutine
+}
+
+// Start starts the acceptor goroutine for log. The acceptor does not own
+// the log: after Close the caller closes the log. Start first syncs the
+// log so that everything it already holds is durable and below the high
+// watermark; if that fails, the acceptor starts failed (see Err).
+func Start(log *storage.Log, cfg Config) *Acceptor { return start(log, cfg) }
+
+func start(log partitionLog, cfg Config) *Acceptor {
+	cfg = cfg.withDefaults()
+	a := &Acceptor{
+		cfg:     cfg,
+		log:     log,
+		queue:   make(chan *waiter, cfg.QueueSize),
+		closing: make(chan struct{}),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	a.pool.New = func() any { return &waiter{done: make(chan uint8, 1)} }
+	a.run.init(a)
+	next := log.NextOffset()
+	if err := log.Sync(); err != nil {
+		a.failure.Store(&failure{cause: fmt.Errorf("sync at start: %w", err)})
+		a.cfg.Metrics.failed()
+	}
+	a.hw.Store(next)
+	go a.loop()
+	return a
+}
+
+// Append queues req and waits until it is written or durable as
+// req.Durable asks. A full queue blocks until ctx is done. If ctx ends
+// after the append was queued, Append returns ctx.Err() and the append
+// may still be written; it returns only once the acceptor no longer uses
+// req.Batches.
+func (a *Acceptor) Append(ctx context.Context, req *Request) (Result, error) {
+	if req == nil {
+		return Result{}, fmt.Errorf("%w: nil request", ErrBadRequest)
+	}
+	if f := a.failure.Load(); f != nil {
+		return Result{}, f
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	w := a.pool.Get().(*waiter)
+	w.req, w.durable = req, req.Durable
+	w.state.Store(wQueued)
+
+	a.sendMu.RLock()
+	if a.sendClosed {
+		a.sendMu.RUnlock()
+		a.recycle(w)
+		return Result{}, ErrClosed
+	}
+	select {
+	case a.queue <- w:
+		a.sendMu.RUnlock()
+	case <-ctx.Done():
+		a.sendMu.RUnlock()
+		a.recycle(w)
+		return Result{}, ctx.Err()
+	case <-a.closing:
+		a.sendMu.RUnlock()
+		a.recycle(w)
+		return Result{}, ErrClosed
+	}
+
+	select {
+	case <-w.done: // always sigFinal: only an abandoning caller gets sigFreed
+		return a.finish(w)
+	case <-ctx.Done():
+		return a.abandon(ctx, w)
+	}
+}
+
+// finish returns a released waiter's outcome and recycles it.
+func (a *Acceptor) finish(w *waiter) (Result, error) {
+	res, err := w.res, w.err
+	a.recycle(w)
+	return res, err
+}
+
+// abandon gives up on a queued append whose caller's ctx ended. It returns
+// without waiting for durability, but not before the acceptor is done with
+// req.Batches.
+func (a *Acceptor) abandon(ctx context.Context, w *waiter) (Result, error) {
+	for {
+		switch s := w.state.Load(); s {
+		case wQueued:
+			if w.state.CompareAndSwap(wQueued, wCancelled) {
+				return Result{}, ctx.Err() // the acceptor skips and recycles it
+			}
+		case wTaken:
+			if w.state.CompareAndSwap(wTaken, wAbandonTaken) {
+				if <-w.done == sigFinal {
+					return a.finish(w)
+				}
+				return Result{}, ctx.Err() // sigFreed: the acceptor recycles it
+			}
+		case wWritten:
+			if w.state.CompareAndSwap(wWritten, wAbandoned) {
+				return Result{}, ctx.Err() // the acceptor recycles it on release
+			}
+		case wDone:
+			<-w.done
+			return a.finish(w)
+		default:
+			panic(fmt.Sprintf("acceptor: waiter in state %d seen by its caller", s))
+		}
+	}
+}
+
+func (a *Acceptor) recycle(w *waiter) {
+	w.req, w.res, w.err = nil, Result{}, nil
+	a.pool.Put(w)
+}
+
+// HighWatermark is the durable offset: readers never read at or past it.
+// Under FsyncInterval and FsyncNever it follows writes instead.
+func (a *Acceptor) HighWatermark() int64 { return a.hw.Load() }
+
+// HWChanged returns a channel closed at the next high-watermark advance,
+// or when the acceptor stops. Take the channel before reading
+// HighWatermark, so that an advance in between is not missed.
+func (a *Acceptor) HWChanged() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hwCh == nil {
+		a.hwCh = make(chan struct{})
+		if a.stopped {
+			close(a.hwCh)
+		}
+	}
+	return a.hwCh
+}
+
+// setHW publishes a new high watermark and wakes HWChanged waiters.
+func (a *Acceptor) setHW(off int64) {
+	if off <= a.hw.Load() {
+		return
+	}
+	a.hw.Store(off)
+	a.mu.Lock()
+	if a.hwCh != nil {
+		close(a.hwCh)
+		a.hwCh = nil
+	}
+	a.mu.Unlock()
+}
+
+// Err is the error that stopped the partition, if any. It matches
+// ErrFailed and the cause (errors.Is(err, syscall.ENOSPC)).
+func (a *Acceptor) Err() error {
+	if f := a.failure.Load(); f != nil {
+		return f
+	}
+	return nil
+}
+
+// Close stops the goroutine after writing and fsyncing everything queued
+// (under every policy). Appends that have not entered the queue get
+// ErrClosed. It returns an error if that last write or fsync failed; a
+// failure reported earlier through Err is not returned again. Idempotent.
+func (a *Acceptor) Close() error {
+	a.closeOnce.Do(func() {
+		close(a.closing)
+		a.sendMu.Lock()
+		a.sendClosed = true
+		a.sendMu.Unlock()
+		close(a.stop)
+	})
+	<-a.done
+	return a.closeErr
+}

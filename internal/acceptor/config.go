@@ -1,0 +1,89 @@
+package acceptor
+
+import (
+	"strconv"
+	"time"
+)
+
+// FsyncPolicy says when appended bytes are made durable.
+type FsyncPolicy int
+
+const (
+	// FsyncAlways: an acks=all append is fsynced before it is released
+	// (group commit), and the high watermark advances only after fsync.
+	// The default.
+	FsyncAlways FsyncPolicy = iota
+	// FsyncInterval: every append is released once written and the high
+	// watermark follows writes; fsync runs every FlushInterval. It trades
+	// durability for latency: a machine crash loses up to FlushInterval of
+	// acknowledged appends (a process crash loses nothing the OS holds).
+	FsyncInterval
+	// FsyncNever: never fsync while running (only Close syncs). Tests and
+	// benchmarks only: unsafe, a machine crash loses acknowledged data.
+	// The high watermark follows writes.
+	FsyncNever
+)
+
+func (p FsyncPolicy) String() string {
+	switch p {
+	case FsyncAlways:
+		return "always"
+	case FsyncInterval:
+		return "interval"
+	case FsyncNever:
+		return "never"
+	}
+	return "FsyncPolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Config tunes an acceptor. Zero values take the defaults noted.
+type Config struct {
+	QueueSize      int           // bounded queue of appends; default 4096
+	BufferSize     int           // coalescing buffer; default 1 MiB
+	FlushInterval  time.Duration // fsync at least this often under sustained load; default 1 s
+	Policy         FsyncPolicy   // default FsyncAlways
+	NoCoalesce     bool          // one write per append (benchmark baseline)
+	RetentionCheck time.Duration // how often retention runs; default 1 min; <0 never
+	Metrics        *Metrics      // nil: no metrics
+
+	// NewTicker makes the flush and retention tickers: it returns a
+	// channel that ticks every d and a function that stops it. nil uses
+	// time.NewTicker. Tests pass channels they tick by hand.
+	NewTicker func(d time.Duration) (c <-chan time.Time, stop func())
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultQueueSize      = 4096
+	DefaultBufferSize     = 1 << 20
+	DefaultFlushInterval  = time.Second
+	DefaultRetentionCheck = time.Minute
+)
+
+// withDefaults fills zero (and meaningless negative) fields.
+func (c Config) withDefaults() Config {
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	if c.BufferSize <= 0 {
+		c.BufferSize = DefaultBufferSize
+	}
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.RetentionCheck == 0 {
+		c.RetentionCheck = DefaultRetentionCheck
+	}
+	if c.Policy < FsyncAlways || c.Policy > FsyncNever {
+		c.Policy = FsyncAlways // an unknown policy gets the safe one
+	}
+	if c.NewTicker == nil {
+		c.NewTicker = realTicker
+	}
+	return c
+}
+
+func realTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}

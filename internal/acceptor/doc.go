@@ -1,0 +1,53 @@
+// Package acceptor is a partition's write path: one goroutine per
+// partition owns every write to its storage.Log and turns many small
+// appends into few large writes and fewer fsyncs (group commit).
+//
+// # Pipeline
+//
+//	Append ──> bounded queue (Config.QueueSize; full: the caller blocks until its ctx ends)
+//	              │
+//	              ▼ run goroutine, one request per turn:
+//	           validate batches, Request.Check, assign offsets (rewrite base offsets in place)
+//	              │
+//	              ├─ more requests queued, or buffer not empty: copy into the coalescing
+//	              │  buffer (Config.BufferSize, reused); a full buffer is written first and
+//	              │  the append starts the emptied buffer
+//	              ├─ larger than the buffer, Config.NoCoalesce, or nothing else waiting:
+//	              │  written as-is (after the buffer), never copied
+//	              ▼
+//	           queue empty ──> write the buffer (no fsync) ──> next turn, queue still
+//	           empty ──> fsync ──> high watermark advances, acks=all appends released
+//
+// Writing without fsync when the queue first drains, and fsyncing only on
+// a later turn that still finds it empty, gives producers a moment to
+// refill the queue, so one fsync covers more appends. Under sustained load
+// (the queue never empties) the flush ticker forces a write and fsync at
+// least every Config.FlushInterval. A segment roll inside storage.Log.Append
+// fsyncs the old segment.
+//
+// # Release rules
+//
+// An append with Durable false (acks=1) is released once written. One
+// with Durable true (acks=all) is released under FsyncAlways only after
+// the fsync that covers it, and the high watermark (what readers may see)
+// advances only after fsync. FsyncInterval and FsyncNever release every
+// append once written and advance the high watermark on write: they trade
+// durability for latency (a machine crash can lose acknowledged appends).
+//
+// # Failure
+//
+// A failed write or fsync fails every append it covers, every append
+// written but not yet durable, and every later append: the partition
+// refuses appends (Err says why) until its log is reopened and recovered.
+// A failed fsync is never retried, since the kernel may already have
+// dropped the dirty pages. No append is acknowledged as durable unless
+// the fsync covering it succeeded.
+//
+// # Waiters
+//
+// Each Append borrows a pooled waiter with a reusable channel, so the hot
+// path allocates nothing per append beyond the caller's own Request. A
+// caller whose ctx ends while its append is queued cancels it (it is
+// never written); once the acceptor has taken it, the caller waits only
+// until its bytes are copied or written, then returns ctx.Err().
+package acceptor

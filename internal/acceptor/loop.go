@@ -1,0 +1,367 @@
+package acceptor
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"sluice/internal/storage"
+)
+
+// runState is the run goroutine's private state; nothing else touches it.
+type runState struct {
+	a   *Acceptor
+	cfg *Config
+
+	next    int64 // the offset the next append gets
+	written int64 // every offset below it has been written to the log
+	synced  int64 // every offset below it has been fsynced
+
+	buf        []byte    // coalescing buffer, capacity cfg.BufferSize, reused
+	pending    []*waiter // appends written by the next write: copied into buf, or about to be written as-is
+	unsynced   []*waiter // written durable appends waiting for fsync (FsyncAlways)
+	sinceSync  int       // appends written since the last fsync
+	failed     *failure  // set once; every later append fails with it
+	retainTick <-chan time.Time
+}
+
+func (r *runState) init(a *Acceptor) {
+	r.a, r.cfg = a, &a.cfg
+	r.buf = make([]byte, 0, a.cfg.BufferSize)
+}
+
+// loop is the run goroutine. Each turn takes one request if one is
+// queued; when the queue is empty it first writes the buffer (without
+// fsync), and only on a later turn that still finds the queue empty does
+// it fsync: writing gives producers a moment to refill the queue, so that
+// one fsync covers as many appends as possible (group commit).
+func (a *Acceptor) loop() {
+	r := &a.run
+	defer close(a.done)
+	flushC, stopFlush := a.cfg.NewTicker(a.cfg.FlushInterval)
+	defer stopFlush()
+	if a.cfg.RetentionCheck > 0 {
+		c, stopRet := a.cfg.NewTicker(a.cfg.RetentionCheck)
+		defer stopRet()
+		r.retainTick = c
+	}
+	if f := a.failure.Load(); f != nil {
+		r.failed = f
+	}
+	r.next = a.log.NextOffset()
+	r.written, r.synced = r.next, r.next
+
+	for {
+		var w *waiter
+		select {
+		case w = <-a.queue:
+		default:
+			if r.idle() {
+				continue
+			}
+			select {
+			case w = <-a.queue:
+			case <-flushC:
+				r.flushTick()
+				continue
+			case <-r.retainTick:
+				r.retention()
+				continue
+			case <-a.stop:
+				r.shutdown()
+				return
+			}
+		}
+		// Under sustained load the queue never empties: poll the tickers.
+		select {
+		case <-flushC:
+			r.flushTick()
+		case <-r.retainTick:
+			r.retention()
+		default:
+		}
+		r.handle(w)
+	}
+}
+
+// idle runs when the queue is empty: it writes the buffer, or, if there
+// is nothing to write, fsyncs what was written (FsyncAlways). It reports
+// whether it did anything.
+func (r *runState) idle() bool {
+	if len(r.pending) > 0 {
+		r.write(r.buf)
+		return true
+	}
+	if r.cfg.Policy == FsyncAlways && r.failed == nil && r.written > r.synced {
+		r.sync()
+		return true
+	}
+	return false
+}
+
+// flushTick fsyncs at least once per FlushInterval while appends keep
+// coming (FsyncAlways, FsyncInterval).
+func (r *runState) flushTick() {
+	if r.cfg.Policy == FsyncNever || r.failed != nil {
+		return
+	}
+	if len(r.pending) > 0 {
+		r.write(r.buf)
+	}
+	if r.failed == nil && r.written > r.synced {
+		r.sync()
+	}
+}
+
+// retention applies the log's retention limits. A failure to delete old
+// segments does not endanger appended data, so it is logged and counted,
+// and the partition keeps accepting appends.
+func (r *runState) retention() {
+	if r.failed != nil {
+		return
+	}
+	if _, err := r.a.log.ApplyRetention(); err != nil {
+		if errors.Is(err, storage.ErrFailed) {
+			r.fail(err)
+			return
+		}
+		r.cfg.Metrics.retentionFailed()
+		slog.Warn("acceptor: retention failed", "err", err)
+	}
+}
+
+// handle takes one queued append: checks it, assigns its offsets and
+// places it in the buffer or writes it.
+func (r *runState) handle(w *waiter) {
+	if !w.state.CompareAndSwap(wQueued, wTaken) {
+		r.a.recycle(w) // cancelled by its caller while queued
+		return
+	}
+	r.cfg.Metrics.queueDepth(len(r.a.queue))
+	if r.failed != nil {
+		r.release(w, r.failed)
+		return
+	}
+	req := w.req
+	records, err := countRecords(req)
+	if err != nil {
+		r.release(w, err)
+		return
+	}
+	base := r.next
+	if req.Check != nil {
+		dupBase, dup, err := req.Check(base)
+		if err != nil {
+			r.release(w, err)
+			return
+		}
+		if dup {
+			w.res = Result{BaseOffset: dupBase, Duplicate: true}
+			w.end = r.next
+			r.freed(w)
+			r.track(w)
+			return
+		}
+	}
+	assignOffsets(req.Batches, base)
+	r.next += records
+	w.res.BaseOffset, w.end = base, r.next
+
+	n := len(req.Batches)
+	switch {
+	case r.cfg.NoCoalesce, n > cap(r.buf), len(r.pending) == 0 && len(r.a.queue) == 0:
+		// Written as-is: coalescing is off, the append is larger than the
+		// buffer, or nothing else is waiting to share a write with it.
+		if len(r.pending) > 0 {
+			r.write(r.buf)
+			if r.failed != nil {
+				r.release(w, r.failed)
+				return
+			}
+		}
+		r.pending = append(r.pending, w)
+		r.write(req.Batches)
+	default:
+		if len(r.buf)+n > cap(r.buf) {
+			r.write(r.buf) // full: write it; this append starts the emptied buffer
+		}
+		if r.failed != nil {
+			r.release(w, r.failed)
+			return
+		}
+		r.buf = append(r.buf, req.Batches...)
+		r.freed(w)
+		r.pending = append(r.pending, w)
+	}
+}
+
+// track places an append that writes nothing (a duplicate): it is
+// released with the next write, or at once if everything before it is
+// already as durable as it asks.
+func (r *runState) track(w *waiter) {
+	switch {
+	case len(r.pending) > 0:
+		r.pending = append(r.pending, w)
+	case !w.durable || r.cfg.Policy != FsyncAlways || r.synced >= w.end:
+		r.release(w, nil)
+	default:
+		r.unsynced = append(r.unsynced, w)
+	}
+}
+
+// write appends b (the buffer, or one append's own bytes) to the log and
+// settles the pending appends it holds.
+func (r *runState) write(b []byte) {
+	if len(r.pending) == 0 {
+		return
+	}
+	var err error
+	if len(b) > 0 {
+		err = r.a.log.Append(b)
+		r.cfg.Metrics.write(len(b), len(r.pending))
+	}
+	r.buf = r.buf[:0]
+	pending := r.pending
+	r.pending = r.pending[:0]
+	if err != nil {
+		for _, w := range pending {
+			r.freed(w)
+		}
+		r.unsynced = append(r.unsynced, pending...)
+		clear(pending)
+		r.fail(err)
+		return
+	}
+	r.written = pending[len(pending)-1].end
+	r.sinceSync += len(pending)
+	always := r.cfg.Policy == FsyncAlways
+	for i, w := range pending {
+		r.freed(w)
+		if w.durable && always {
+			r.unsynced = append(r.unsynced, w)
+		} else {
+			r.release(w, nil)
+		}
+		pending[i] = nil
+	}
+	if !always {
+		r.a.setHW(r.written)
+	}
+}
+
+// sync fsyncs the log and releases the appends it made durable.
+func (r *runState) sync() {
+	start := time.Now()
+	err := r.a.log.Sync()
+	r.cfg.Metrics.fsync(time.Since(start), r.sinceSync)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.synced, r.sinceSync = r.written, 0
+	r.a.setHW(r.synced)
+	for i, w := range r.unsynced {
+		r.release(w, nil)
+		r.unsynced[i] = nil
+	}
+	r.unsynced = r.unsynced[:0]
+}
+
+// fail stops the partition: the appends the failed write or fsync covers,
+// and every later one, fail with the error. A failed fsync cannot be
+// retried safely (the kernel may have dropped the dirty pages), so the
+// partition refuses appends until it is reopened and recovered.
+func (r *runState) fail(err error) {
+	if r.failed == nil {
+		r.failed = &failure{cause: err}
+		r.a.failure.Store(r.failed)
+		r.cfg.Metrics.failed()
+		slog.Error("acceptor: partition failed; it refuses appends until reopened", "err", err)
+	}
+	for _, list := range [][]*waiter{r.pending, r.unsynced} {
+		for i, w := range list {
+			r.freed(w)
+			r.release(w, r.failed)
+			list[i] = nil
+		}
+	}
+	r.pending, r.unsynced, r.buf = r.pending[:0], r.unsynced[:0], r.buf[:0]
+}
+
+// shutdown runs when Close is called and no more appends can be queued:
+// it handles what is left in the queue, writes and fsyncs it, and wakes
+// HWChanged waiters for good.
+func (r *runState) shutdown() {
+	for {
+		select {
+		case w := <-r.a.queue:
+			r.handle(w)
+			continue
+		default:
+		}
+		break
+	}
+	healthy := r.failed == nil
+	r.write(r.buf)
+	if r.failed == nil && r.written > r.synced {
+		r.sync()
+	}
+	if healthy && r.failed != nil {
+		r.a.closeErr = r.failed
+	}
+	a := r.a
+	a.mu.Lock()
+	a.stopped = true
+	if a.hwCh != nil {
+		close(a.hwCh)
+		a.hwCh = nil
+	}
+	a.mu.Unlock()
+}
+
+// freed notes that the acceptor no longer needs w's bytes (they were
+// copied or written). A caller that gave up while they were in use is
+// told now.
+func (r *runState) freed(w *waiter) {
+	w.req = nil
+	for {
+		switch s := w.state.Load(); s {
+		case wTaken:
+			if w.state.CompareAndSwap(wTaken, wWritten) {
+				return
+			}
+		case wAbandonTaken:
+			w.state.Store(wAbandoned) // only the acceptor moves it out of abandonTaken
+			w.done <- sigFreed
+			return
+		default: // already freed (wWritten, wAbandoned)
+			return
+		}
+	}
+}
+
+// release finishes w with err (nil: success, w.res holds the result).
+func (r *runState) release(w *waiter, err error) {
+	if err != nil {
+		w.res = Result{}
+		if f, ok := err.(*failure); ok {
+			err = f
+		}
+	}
+	w.err = err
+	w.req = nil
+	for {
+		switch s := w.state.Load(); s {
+		case wAbandoned:
+			r.a.recycle(w) // its caller is gone
+			return
+		case wTaken, wAbandonTaken, wWritten:
+			if w.state.CompareAndSwap(s, wDone) {
+				w.done <- sigFinal
+				return
+			}
+		default:
+			panic("acceptor: releasing a waiter twice")
+		}
+	}
+}
