@@ -1,0 +1,124 @@
+package groups
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"sluice/internal/acceptor"
+	"sluice/internal/vfs"
+)
+
+// Config sets up a coordinator. Zero values take the defaults noted.
+type Config struct {
+	FS               vfs.FS
+	Dir              string        // directory of the coordinator's internal log
+	NodeID           int32         // this broker's node id (the coordinator for every group)
+	Host             string        // advertised host, for FindCoordinator
+	Port             int32         // advertised port
+	OffsetsRetention time.Duration // default 7 days (offsets.retention.minutes)
+	Logger           *slog.Logger
+	Registerer       prometheus.Registerer
+	Now              func() time.Time
+
+	// AfterFunc schedules f to run once after d, like time.AfterFunc; nil
+	// uses time.AfterFunc. Tests pass a fake clock's AfterFunc together
+	// with its Now. Callbacks may run on any goroutine.
+	AfterFunc func(d time.Duration, f func()) Timer
+
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session
+	// timeout (group.min.session.timeout.ms, group.max.session.timeout.ms);
+	// JoinGroup outside them gets INVALID_SESSION_TIMEOUT. Defaults 1 s
+	// (Kafka's is 6 s; a single development broker favours quick tests) and
+	// 30 min.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay holds the first rebalance of an empty group
+	// open this long for more members (group.initial.rebalance.delay.ms).
+	// Default 0: a new group rebalances as soon as its members have joined.
+	InitialRebalanceDelay time.Duration
+	// RetentionCheckInterval is how often expired offsets and empty groups
+	// are removed (offsets.retention.check.interval.ms); default 10 min.
+	RetentionCheckInterval time.Duration
+	// MaxMetadataBytes bounds a committed offset's metadata string
+	// (offset.metadata.max.bytes); default 4096.
+	MaxMetadataBytes int
+	// PartitionExists, if set, says whether a topic partition exists;
+	// commits to one that does not get UNKNOWN_TOPIC_OR_PARTITION. nil
+	// accepts every partition.
+	PartitionExists func(topic string, partition int32) bool
+	// CompactMinRecords: the internal log is compacted when it holds more
+	// than this many records and more than twice as many as are live.
+	// Default 10000.
+	CompactMinRecords int
+	// SyncPolicy is the internal log's fsync policy. Default
+	// acceptor.FsyncAlways: a commit is fsynced before it is acknowledged.
+	SyncPolicy acceptor.FsyncPolicy
+}
+
+// Timer is a scheduled callback; Stop cancels it if it has not run.
+type Timer interface {
+	Stop() bool
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultOffsetsRetention       = 7 * 24 * time.Hour
+	DefaultMinSessionTimeout      = time.Second
+	DefaultMaxSessionTimeout      = 30 * time.Minute
+	DefaultRetentionCheckInterval = 10 * time.Minute
+	DefaultMaxMetadataBytes       = 4096
+	DefaultCompactMinRecords      = 10000
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.FS == nil {
+		return c, errors.New("groups: Config.FS is nil")
+	}
+	if c.Dir == "" {
+		return c, errors.New("groups: Config.Dir is empty")
+	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if c.OffsetsRetention < 0 {
+		return c, fmt.Errorf("groups: OffsetsRetention %v is negative", c.OffsetsRetention)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.AfterFunc == nil {
+		c.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if c.MinSessionTimeout > c.MaxSessionTimeout {
+		return c, fmt.Errorf("groups: MinSessionTimeout %v exceeds MaxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.InitialRebalanceDelay < 0 {
+		return c, fmt.Errorf("groups: InitialRebalanceDelay %v is negative", c.InitialRebalanceDelay)
+	}
+	if c.RetentionCheckInterval == 0 {
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if c.RetentionCheckInterval < 0 {
+		return c, fmt.Errorf("groups: RetentionCheckInterval %v is negative", c.RetentionCheckInterval)
+	}
+	if c.MaxMetadataBytes == 0 {
+		c.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	if c.CompactMinRecords == 0 {
+		c.CompactMinRecords = DefaultCompactMinRecords
+	}
+	return c, nil
+}

@@ -1,0 +1,38 @@
+// Package groups is Sluice's consumer-group coordinator for Kafka's
+// classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), with
+// committed offsets and group metadata persisted in an internal log.
+//
+// The broker holds one Coordinator and calls one handler method per Kafka
+// API; each takes the kmsg request and returns the kmsg response.
+// JoinGroup and SyncGroup block until the rebalance completes, so they
+// take a context. The state machine of each group is described on type
+// state (group.go); every file opens with the versions it serves and its
+// behaviour notes.
+//
+// # Persistence
+//
+// Offsets and group metadata are records in the format of Kafka's
+// __consumer_offsets topic (see records.go), appended as RecordBatches to
+// an internal partition log (package storage) through its acceptor, and
+// fsynced before the OffsetCommit or SyncGroup reply. Open replays the
+// log; when it holds more than Config.CompactMinRecords records and more
+// than twice its live ones, it is rewritten to the live records in a
+// fresh directory and switched to atomically (store.go). The state
+// machine reaches the log only through the small store interface, so its
+// tests run over an in-memory store.
+//
+// # Lock order
+//
+// Locks are taken in this order, never the reverse:
+//
+//	group.persistMu  (orders one group's log writes; held across the write)
+//	logStore.mu      (appends shared, compaction exclusive)
+//	Coordinator.mu   (the group map)
+//	group.mu         (one group's state)
+//	Coordinator.lifeMu (closed flag and timer accounting)
+//
+// No store call is made holding Coordinator.mu or a group.mu: a write's
+// effect on memory is applied by the apply callback the store runs after
+// the write is durable. Waiters' reply callbacks run under group.mu and
+// never block.
+package groups
