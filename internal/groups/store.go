@@ -24,8 +24,10 @@ type store interface {
 	// the store calls it to compact itself (with no append in flight).
 	start(snapshot func() []kv) error
 	// append makes recs durable, in order, then calls apply with the
-	// offset of the first before returning nil. No compaction snapshot is
-	// taken between the write and the end of apply.
+	// position of the first before returning nil. Positions increase with
+	// the order of the writes and never repeat, even across compactions
+	// (they are not necessarily the log's offsets). No compaction snapshot
+	// is taken between the write and the end of apply.
 	append(recs []kv, apply func(base int64)) error
 	close() error
 }
@@ -57,8 +59,9 @@ type logStore struct {
 	// exclusively while it swaps logs. Taken after group.persistMu and
 	// before Coordinator.mu and group.mu.
 	mu       sync.RWMutex
-	seq      int              // number of the live log directory
-	log      *storage.Log     // the live log
+	seq      int                // number of the live log directory
+	posBase  int64              // added to log offsets to make positions; grows at each compaction
+	log      *storage.Log       // the live log
 	acc      *acceptor.Acceptor // its writer; nil until start
 	snapshot func() []kv
 	closed   bool
@@ -230,7 +233,7 @@ func (s *logStore) append(recs []kv, apply func(int64)) error {
 	// so memory and log agree whatever happens to the caller.
 	res, err := s.acc.Append(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: true})
 	if err == nil {
-		apply(res.BaseOffset)
+		apply(s.posBase + res.BaseOffset)
 	}
 	n := s.records.Add(int64(len(recs)))
 	s.mu.RUnlock()
@@ -299,6 +302,7 @@ func (s *logStore) rewriteLocked(live []kv) error {
 		return fail(err)
 	}
 	old := s.log
+	s.posBase += old.NextOffset()
 	s.log, s.seq = nl, seq
 	s.records.Store(off)
 	s.live.Store(off)
