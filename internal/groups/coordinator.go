@@ -328,6 +328,7 @@ func (c *Coordinator) finishReplay() {
 					protocols:  []kmsg.JoinGroupRequestProtocol{{Name: g.protocol, Metadata: vm.Subscription}},
 					assignment: vm.Assignment,
 					joinSeq:    g.joinSeq,
+					generation: g.generation,
 				}
 				if vm.InstanceID != nil && *vm.InstanceID != "" {
 					m.instanceID = *vm.InstanceID

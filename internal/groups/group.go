@@ -88,6 +88,7 @@ type member struct {
 	protocols  []kmsg.JoinGroupRequestProtocol
 	assignment []byte
 	joinSeq    uint64 // order of joining; the earliest member still present leads
+	generation int32  // the generation whose JoinGroup answer it got; -1 before one
 
 	// joinWait is set while the member waits in JoinGroup for the
 	// rebalance to complete; syncWait while it waits in SyncGroup for the

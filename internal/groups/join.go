@@ -212,7 +212,7 @@ func (c *Coordinator) updateMemberLocked(g *group, m *member, j *joinReq) {
 
 func (c *Coordinator) addMemberLocked(g *group, id string, j *joinReq) {
 	g.joinSeq++
-	m := &member{id: id, instanceID: j.instance, joinSeq: g.joinSeq}
+	m := &member{id: id, instanceID: j.instance, joinSeq: g.joinSeq, generation: -1}
 	c.updateMemberLocked(g, m, j)
 	if len(g.members) == 0 {
 		g.protocolType = j.req.ProtocolType
@@ -238,7 +238,7 @@ func (c *Coordinator) replaceStaticLocked(g *group, old *member, id string, j *j
 	}
 	delete(g.members, old.id)
 	m := &member{id: id, instanceID: j.instance, joinSeq: old.joinSeq, assignment: old.assignment,
-		protocols: old.protocols, session: old.session, rebalance: old.rebalance}
+		protocols: old.protocols, session: old.session, rebalance: old.rebalance, generation: old.generation}
 	g.members[id] = m
 	g.static[j.instance] = id
 	if g.leader == old.id {
@@ -401,6 +401,7 @@ func (c *Coordinator) completeJoinLocked(g *group) {
 	g.setStateLocked(stateCompleting, now)
 	for _, m := range ms {
 		m.assignment = nil
+		m.generation = g.generation
 		w := m.joinWait
 		m.joinWait = nil
 		w(c.joinResponseLocked(g, m, m.joinVersion))

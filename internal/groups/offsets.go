@@ -12,7 +12,9 @@ package groups
 //     REBALANCE_IN_PROGRESS while the group completes a rebalance (commits
 //     of the current generation are accepted while it prepares one, so a
 //     member can commit before revoking), FENCED_INSTANCE_ID for a
-//     replaced static member. A member's commit counts as a heartbeat.
+//     replaced static member, ILLEGAL_GENERATION for a member that has
+//     not yet been given a generation. A member's commit counts as a
+//     heartbeat.
 //   - The retention time of v2-v4 sets an explicit expiry for the offsets.
 //   - OffsetFetch of an unknown group or partition returns offset -1.
 //     RequireStable (v7+) has nothing to wait for: transactional offset
@@ -98,7 +100,9 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, codes [][]int16) {
 		code = errFencedInstanceID
 	case m == nil:
 		code = errUnknownMemberID
-	case gen != g.generation:
+	case gen != g.generation || m.generation != g.generation:
+		// The second test refuses a member that joined during the current
+		// rebalance: it is not part of any generation yet.
 		code = errIllegalGeneration
 	default:
 		c.heartbeatLocked(g, m)
