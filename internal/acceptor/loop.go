@@ -22,12 +22,21 @@ type runState struct {
 	unsynced   []*waiter // written durable appends waiting for fsync (FsyncAlways)
 	sinceSync  int       // appends written since the last fsync
 	failed     *failure  // set once; every later append fails with it
-	retainTick <-chan time.Time
+
+	flushTick, retainTick <-chan time.Time // retainTick is nil when retention is off
+	stopTickers           func()
 }
 
 func (r *runState) init(a *Acceptor) {
 	r.a, r.cfg = a, &a.cfg
 	r.buf = make([]byte, 0, a.cfg.BufferSize)
+	var stopFlush, stopRet func()
+	r.flushTick, stopFlush = a.cfg.NewTicker(a.cfg.FlushInterval)
+	stopRet = func() {}
+	if a.cfg.RetentionCheck > 0 {
+		r.retainTick, stopRet = a.cfg.NewTicker(a.cfg.RetentionCheck)
+	}
+	r.stopTickers = func() { stopFlush(); stopRet() }
 }
 
 // loop is the run goroutine. Each turn takes one request if one is
@@ -38,13 +47,8 @@ func (r *runState) init(a *Acceptor) {
 func (a *Acceptor) loop() {
 	r := &a.run
 	defer close(a.done)
-	flushC, stopFlush := a.cfg.NewTicker(a.cfg.FlushInterval)
-	defer stopFlush()
-	if a.cfg.RetentionCheck > 0 {
-		c, stopRet := a.cfg.NewTicker(a.cfg.RetentionCheck)
-		defer stopRet()
-		r.retainTick = c
-	}
+	defer r.stopTickers()
+	flushC := r.flushTick
 	if f := a.failure.Load(); f != nil {
 		r.failed = f
 	}
@@ -62,7 +66,7 @@ func (a *Acceptor) loop() {
 			select {
 			case w = <-a.queue:
 			case <-flushC:
-				r.flushTick()
+				r.onFlushTick()
 				continue
 			case <-r.retainTick:
 				r.retention()
@@ -75,7 +79,7 @@ func (a *Acceptor) loop() {
 		// Under sustained load the queue never empties: poll the tickers.
 		select {
 		case <-flushC:
-			r.flushTick()
+			r.onFlushTick()
 		case <-r.retainTick:
 			r.retention()
 		default:
@@ -99,9 +103,9 @@ func (r *runState) idle() bool {
 	return false
 }
 
-// flushTick fsyncs at least once per FlushInterval while appends keep
+// onFlushTick fsyncs at least once per FlushInterval while appends keep
 // coming (FsyncAlways, FsyncInterval).
-func (r *runState) flushTick() {
+func (r *runState) onFlushTick() {
 	if r.cfg.Policy == FsyncNever || r.failed != nil {
 		return
 	}

@@ -1,0 +1,683 @@
+package acceptor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// fixture is an acceptor on a fake log with hand-driven tickers.
+type fixture struct {
+	f  *fakeLog
+	mt *manualTicker
+	a  *Acceptor
+}
+
+func newFixture(t *testing.T, tweak func(*Config)) *fixture {
+	t.Helper()
+	fx := &fixture{f: newFake(t), mt: newManualTicker()}
+	cfg := testConfig(fx.mt)
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	fx.a = start(fx.f, cfg)
+	t.Cleanup(func() {
+		fx.f.set(func(f *fakeLog) { f.appendGate, f.syncGate, f.entered = nil, nil, nil })
+		if err := fx.a.Close(); err != nil && fx.a.Err() == nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return fx
+}
+
+// holdWrites makes the next Append of the log block until the returned
+// release function runs; it returns once the acceptor is inside it
+// after start runs.
+func (fx *fixture) gateAppends() (entered chan string, release func()) {
+	gate := make(chan struct{})
+	entered = make(chan string, 1000)
+	fx.f.set(func(f *fakeLog) { f.appendGate, f.entered = gate, entered })
+	return entered, func() { close(gate) }
+}
+
+func expect(t *testing.T, entered chan string, want string) {
+	t.Helper()
+	select {
+	case got := <-entered:
+		if got != want {
+			t.Fatalf("log call %q entered, want %q", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("log call %q never entered", want)
+	}
+}
+
+func TestCoalescing(t *testing.T) {
+	req, _ := mkReq(1, 1000, 0, true)
+	size := len(req.Batches)
+	big := 3*size + size/2 // three appends fit, four do not
+
+	tests := []struct {
+		name       string
+		bufSize    int
+		noCoalesce bool
+		sizes      []int // value sizes of the queued appends, after the first
+		wantBatch  []int // batches per write, after the first
+		asIs       []int // indexes (in sizes) of appends that must be written without copying
+	}{
+		{"fills the buffer and starts the emptied one", big, false, []int{1000, 1000, 1000, 1000, 1000, 1000, 1000}, []int{3, 3, 1}, nil},
+		{"oversized append written as-is between buffers", 4096, false, []int{1000, 20000, 1000, 1000}, []int{1, 1, 2}, []int{1}},
+		{"oversized append first", 4096, false, []int{20000, 1000, 1000}, []int{1, 2}, []int{0}},
+		{"no coalescing: one write per append", big, true, []int{1000, 1000, 1000, 20000}, []int{1, 1, 1, 1}, []int{0, 1, 2, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := newFixture(t, func(c *Config) { c.BufferSize, c.NoCoalesce = tt.bufSize, tt.noCoalesce })
+			entered, release := fx.gateAppends()
+			ctx := context.Background()
+			r0, o0 := mkReq(1, 1000, 0, true)
+			calls := []*call{goAppend(ctx, fx.a, r0, o0)}
+			expect(t, entered, "append") // the first append (queue empty) is being written as-is
+			for i, vs := range tt.sizes {
+				r, o := mkReq(2, vs/2, int64(i+1), i%2 == 0)
+				calls = append(calls, queueAppend(t, ctx, fx.a, r, o))
+			}
+			release()
+			for _, c := range calls {
+				c.wait(t)
+			}
+			ops, data, _ := fx.f.snapshot()
+			checkData(t, data, calls...)
+			_, batches := appendOps(ops)
+			want := append([]int{1}, tt.wantBatch...)
+			if fmt.Sprint(batches) != fmt.Sprint(want) {
+				t.Fatalf("batches per write = %v, want %v", batches, want)
+			}
+			// Which appends reached the log as the caller's own slice.
+			var writes []op
+			for _, o := range ops {
+				if o.kind == "append" {
+					writes = append(writes, o)
+				}
+			}
+			isAsIs := map[int]bool{}
+			for _, i := range tt.asIs {
+				isAsIs[i+1] = true
+			}
+			isAsIs[0] = true
+			for i, c := range calls {
+				found := false
+				for _, w := range writes {
+					found = found || w.first == &c.req.Batches[0]
+				}
+				if found != isAsIs[i] {
+					t.Errorf("append %d written without copying = %v, want %v", i, found, isAsIs[i])
+				}
+			}
+			// Group commit: no fsync until the queue drained, then one
+			// (after the one Start does).
+			if n := countOps(ops, "sync"); n != 2 {
+				t.Errorf("%d syncs, want 2 (start, then one for the whole group)", n)
+			}
+			if got, want := fx.a.HighWatermark(), fx.f.NextOffset(); got != want {
+				t.Errorf("high watermark %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+func countOps(ops []op, kind string) int {
+	n := 0
+	for _, o := range ops {
+		if o.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func TestFsyncPolicy(t *testing.T) {
+	tests := []struct {
+		policy        FsyncPolicy
+		durable       bool
+		releaseOnSync bool // the append returns only after the fsync
+		syncOnDrain   bool // an fsync follows when the queue drains
+		syncOnTick    bool // the flush ticker fsyncs dirty data
+		hwOnWrite     bool // the high watermark follows writes
+	}{
+		{FsyncAlways, true, true, true, true, false},
+		{FsyncAlways, false, false, true, true, false},
+		{FsyncInterval, true, false, false, true, true},
+		{FsyncInterval, false, false, false, true, true},
+		{FsyncNever, true, false, false, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%v/durable=%v", tt.policy, tt.durable), func(t *testing.T) {
+			fx := newFixture(t, func(c *Config) { c.Policy = tt.policy })
+			syncGate := make(chan struct{})
+			entered := make(chan string, 100)
+			fx.f.set(func(f *fakeLog) { f.syncGate, f.entered = syncGate, entered })
+			r, o := mkReq(5, 10, 1, tt.durable)
+			c := goAppend(context.Background(), fx.a, r, o)
+			expect(t, entered, "append")
+			if tt.syncOnDrain {
+				expect(t, entered, "sync") // blocked in the gate
+				if tt.releaseOnSync {
+					if c.returned() {
+						t.Fatal("durable append returned before its fsync finished")
+					}
+				} else {
+					c.wait(t)
+				}
+				if hw := fx.a.HighWatermark(); hw != 0 {
+					t.Fatalf("high watermark %d before fsync, want 0", hw)
+				}
+				syncGate <- struct{}{}
+				c.wait(t)
+				waitFor(t, func() bool { return fx.a.HighWatermark() == 5 }, "high watermark 5 after fsync")
+				checkData(t, fx.f.data, c)
+				return
+			}
+			c.wait(t)
+			checkData(t, fx.f.data, c)
+			if got, want := fx.a.HighWatermark(), int64(0); tt.hwOnWrite {
+				if got != 5 {
+					t.Fatalf("high watermark %d after write, want 5", got)
+				}
+			} else if got != want {
+				t.Fatalf("high watermark %d, want %d", got, want)
+			}
+			fx.mt.tick(t, time.Second)
+			if tt.syncOnTick {
+				expect(t, entered, "sync")
+				syncGate <- struct{}{}
+			}
+			fx.f.set(func(f *fakeLog) { f.syncGate = nil })
+			if err := fx.a.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ops, _, synced := fx.f.snapshot()
+			// Start's sync, then either the tick's (Close finds nothing
+			// left) or, with no tick sync, Close's.
+			want := 2
+			if n := countOps(ops, "sync"); n != want {
+				t.Fatalf("%d syncs, want %d", n, want)
+			}
+			if synced != len(fx.f.data) {
+				t.Fatalf("Close left %d of %d bytes unsynced", len(fx.f.data)-synced, len(fx.f.data))
+			}
+		})
+	}
+}
+
+func TestFlushTickUnderLoad(t *testing.T) {
+	fx := newFixture(t, nil)
+	entered, release := fx.gateAppends()
+	ctx := context.Background()
+	r0, o0 := mkReq(1, 100, 0, true)
+	calls := []*call{goAppend(ctx, fx.a, r0, o0)}
+	expect(t, entered, "append")
+	for i := 1; i <= 3; i++ {
+		r, o := mkReq(1, 100, int64(i), true)
+		calls = append(calls, queueAppend(t, ctx, fx.a, r, o))
+	}
+	fx.mt.tick(t, time.Second) // pending: seen while the queue is still full
+	release()
+	for _, c := range calls {
+		c.wait(t)
+	}
+	ops, data, _ := fx.f.snapshot()
+	checkData(t, data, calls...)
+	var kinds []string
+	for _, o := range ops {
+		kinds = append(kinds, fmt.Sprintf("%s%d", o.kind, o.batches))
+	}
+	// start sync; first append; the tick syncs it while appends are still
+	// queued; the rest coalesce into one write and one sync.
+	want := "[sync0 append1 sync0 append3 sync0]"
+	if fmt.Sprint(kinds) != want {
+		t.Fatalf("log calls %v, want %v", kinds, want)
+	}
+}
+
+func TestBackPressure(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.QueueSize = 2 })
+	entered, release := fx.gateAppends()
+	bg := context.Background()
+	r0, o0 := mkReq(1, 10, 0, true)
+	c0 := goAppend(bg, fx.a, r0, o0)
+	expect(t, entered, "append")
+	r1, o1 := mkReq(1, 10, 1, true)
+	c1 := queueAppend(t, bg, fx.a, r1, o1)
+	r2, o2 := mkReq(1, 10, 2, true)
+	c2 := queueAppend(t, bg, fx.a, r2, o2)
+
+	// The queue is full: this append blocks until its ctx ends.
+	ctx, cancel := context.WithCancel(bg)
+	r3, o3 := mkReq(1, 10, 3, true)
+	c3 := goAppend(ctx, fx.a, r3, o3)
+	time.Sleep(5 * time.Millisecond)
+	if c3.returned() {
+		t.Fatalf("Append returned (%v) although the queue is full", c3.err)
+	}
+	cancel()
+	if c3.wait(t).err != context.Canceled {
+		t.Fatalf("Append on a full queue after cancel: %v, want context.Canceled", c3.err)
+	}
+	release()
+	c0.wait(t)
+	c1.wait(t)
+	c2.wait(t)
+	checkData(t, fx.f.data, c0, c1, c2)
+}
+
+func TestCancel(t *testing.T) {
+	t.Run("while queued: never written", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		entered, release := fx.gateAppends()
+		bg := context.Background()
+		r0, o0 := mkReq(1, 10, 0, true)
+		c0 := goAppend(bg, fx.a, r0, o0)
+		expect(t, entered, "append")
+		r1, o1 := mkReq(2, 10, 1, true)
+		c1 := queueAppend(t, bg, fx.a, r1, o1)
+		ctx, cancel := context.WithCancel(bg)
+		r2, o2 := mkReq(3, 10, 2, true)
+		c2 := queueAppend(t, ctx, fx.a, r2, o2)
+		r3, o3 := mkReq(4, 10, 3, true)
+		c3 := queueAppend(t, bg, fx.a, r3, o3)
+		cancel()
+		if c2.wait(t).err != context.Canceled {
+			t.Fatalf("cancelled queued append: %v", c2.err)
+		}
+		release()
+		c0.wait(t)
+		c1.wait(t)
+		c3.wait(t)
+		checkData(t, fx.f.data, c0, c1, c3)
+	})
+	t.Run("while being written: returns once its bytes are written", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		entered, release := fx.gateAppends()
+		ctx, cancel := context.WithCancel(context.Background())
+		r0, o0 := mkReq(1, 10, 0, true)
+		c0 := goAppend(ctx, fx.a, r0, o0)
+		expect(t, entered, "append")
+		cancel()
+		time.Sleep(5 * time.Millisecond)
+		if c0.returned() {
+			t.Fatal("Append returned while the acceptor still used its bytes")
+		}
+		release()
+		if c0.wait(t).err != context.Canceled {
+			t.Fatalf("err %v, want context.Canceled", c0.err)
+		}
+		c0.err = nil
+		checkData(t, fx.f.data, c0)
+		// The abandoned append still becomes durable; the HW covers it.
+		waitFor(t, func() bool { return fx.a.HighWatermark() == 1 }, "high watermark 1")
+	})
+	t.Run("while waiting for fsync: returns at once", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		syncGate := make(chan struct{})
+		entered := make(chan string, 100)
+		fx.f.set(func(f *fakeLog) { f.syncGate, f.entered = syncGate, entered })
+		ctx, cancel := context.WithCancel(context.Background())
+		r0, o0 := mkReq(1, 10, 0, true)
+		c0 := goAppend(ctx, fx.a, r0, o0)
+		expect(t, entered, "append")
+		expect(t, entered, "sync")
+		cancel()
+		if c0.wait(t).err != context.Canceled {
+			t.Fatalf("err %v, want context.Canceled", c0.err)
+		}
+		close(syncGate)
+		waitFor(t, func() bool { return fx.a.HighWatermark() == 1 }, "high watermark 1")
+		// The waiter went back to the pool; later appends still work.
+		r1, o1 := mkReq(1, 10, 1, true)
+		c1 := goAppend(context.Background(), fx.a, r1, o1).wait(t)
+		c0.err = nil
+		checkData(t, fx.f.data, c0, c1)
+	})
+	t.Run("ctx already done", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r, _ := mkReq(1, 10, 0, true)
+		if _, err := fx.a.Append(ctx, r); err != context.Canceled {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+		if len(fx.f.data) != 0 {
+			t.Fatal("a cancelled append was written")
+		}
+	})
+}
+
+func TestCheck(t *testing.T) {
+	errReject := errors.New("out of order sequence")
+	t.Run("serialized, sees each base offset in order", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		entered, release := fx.gateAppends()
+		var seen []int64 // only the acceptor goroutine appends to it
+		check := func(base int64) (int64, bool, error) { seen = append(seen, base); return 0, false, nil }
+		bg := context.Background()
+		var calls []*call
+		for i := 0; i < 4; i++ {
+			r, o := mkReq(i+1, 10, int64(i), true)
+			r.Check = check
+			if i == 0 {
+				calls = append(calls, goAppend(bg, fx.a, r, o))
+				expect(t, entered, "append")
+				continue
+			}
+			calls = append(calls, queueAppend(t, bg, fx.a, r, o))
+		}
+		release()
+		for _, c := range calls {
+			c.wait(t)
+		}
+		checkData(t, fx.f.data, calls...)
+		if fmt.Sprint(seen) != "[0 1 3 6]" {
+			t.Fatalf("Check saw bases %v, want [0 1 3 6]", seen)
+		}
+	})
+	t.Run("rejects: nothing written, offset not used", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		bg := context.Background()
+		r, _ := mkReq(3, 10, 0, true)
+		r.Check = func(int64) (int64, bool, error) { return 0, false, errReject }
+		if _, err := fx.a.Append(bg, r); !errors.Is(err, errReject) {
+			t.Fatalf("err %v, want the Check error", err)
+		}
+		r1, o1 := mkReq(2, 10, 1, true)
+		c1 := goAppend(bg, fx.a, r1, o1).wait(t)
+		checkData(t, fx.f.data, c1)
+		if fx.a.Err() != nil {
+			t.Fatalf("a rejected append stopped the partition: %v", fx.a.Err())
+		}
+	})
+	t.Run("duplicate: nothing written, released only when durable", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		entered, release := fx.gateAppends()
+		syncGate := make(chan struct{})
+		fx.f.set(func(f *fakeLog) { f.syncGate = syncGate })
+		bg := context.Background()
+		r0, o0 := mkReq(5, 10, 0, true)
+		c0 := goAppend(bg, fx.a, r0, o0)
+		expect(t, entered, "append")
+		rd, _ := mkReq(5, 10, 0, true)
+		rd.Check = func(base int64) (int64, bool, error) {
+			if base != 5 {
+				return 0, false, fmt.Errorf("Check got base %d, want 5", base)
+			}
+			return 0, true, nil
+		}
+		cd := queueAppend(t, bg, fx.a, rd, nil)
+		release()
+		expect(t, entered, "sync")
+		if cd.returned() || c0.returned() {
+			t.Fatal("an acks=all append or its duplicate returned before the fsync")
+		}
+		close(syncGate)
+		c0.wait(t)
+		if cd.wait(t).err != nil || cd.res != (Result{BaseOffset: 0, Duplicate: true}) {
+			t.Fatalf("duplicate: %+v, %v; want base 0, Duplicate", cd.res, cd.err)
+		}
+		checkData(t, fx.f.data, c0)
+	})
+}
+
+func TestBadRequest(t *testing.T) {
+	good, _ := mkReq(3, 10, 0, true)
+	corrupt := append([]byte(nil), good.Batches...)
+	corrupt[len(corrupt)-1] ^= 1
+	tests := []struct {
+		name string
+		req  *Request
+	}{
+		{"nil", nil},
+		{"empty", &Request{}},
+		{"garbage", &Request{Batches: []byte("not a record batch at all, not even close....................")}},
+		{"truncated", &Request{Batches: good.Batches[:len(good.Batches)-1]}},
+		{"bad crc", &Request{Batches: corrupt}},
+		{"records disagree", &Request{Batches: good.Batches, Records: 4}},
+	}
+	fx := newFixture(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := fx.a.Append(context.Background(), tt.req); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("err %v, want ErrBadRequest", err)
+			}
+		})
+	}
+	r, o := mkReq(3, 10, 0, true)
+	r.Records = 3
+	c := goAppend(context.Background(), fx.a, r, o).wait(t)
+	checkData(t, fx.f.data, c)
+}
+
+func TestFailure(t *testing.T) {
+	cause := fmt.Errorf("write: %w", syscall.EIO)
+	t.Run("write fails: covered and later appends fail", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		entered, release := fx.gateAppends()
+		bg := context.Background()
+		r0, o0 := mkReq(1, 10, 0, true)
+		c0 := goAppend(bg, fx.a, r0, o0)
+		expect(t, entered, "append")
+		var calls []*call
+		for i := 1; i <= 3; i++ {
+			r, o := mkReq(1, 10, int64(i), i != 2)
+			calls = append(calls, queueAppend(t, bg, fx.a, r, o))
+		}
+		fx.f.set(func(f *fakeLog) { f.appendErr = cause })
+		release()
+		for _, c := range append(calls, c0) {
+			if err := c.wait(t).err; !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+				t.Fatalf("append err %v, want ErrFailed wrapping EIO", err)
+			}
+		}
+		if err := fx.a.Err(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Err() = %v, want EIO", err)
+		}
+		r, _ := mkReq(1, 10, 9, false)
+		if _, err := fx.a.Append(bg, r); !errors.Is(err, ErrFailed) {
+			t.Fatalf("append after failure: %v, want ErrFailed", err)
+		}
+		if hw := fx.a.HighWatermark(); hw != 0 {
+			t.Fatalf("high watermark %d after failed writes, want 0", hw)
+		}
+		if err := fx.a.Close(); err != nil {
+			t.Fatalf("Close after a reported failure: %v", err)
+		}
+	})
+	t.Run("fsync fails: unsynced acks=all appends fail, acks=1 were released", func(t *testing.T) {
+		fx := newFixture(t, nil)
+		entered, release := fx.gateAppends()
+		bg := context.Background()
+		r0, o0 := mkReq(1, 10, 0, false)
+		c0 := goAppend(bg, fx.a, r0, o0)
+		expect(t, entered, "append")
+		r1, o1 := mkReq(1, 10, 1, true)
+		c1 := queueAppend(t, bg, fx.a, r1, o1)
+		fx.f.set(func(f *fakeLog) { f.syncErr = fmt.Errorf("fsync: %w", syscall.EIO) })
+		release()
+		if err := c0.wait(t).err; err != nil {
+			t.Fatalf("acks=1 append: %v (it was written before the fsync failed)", err)
+		}
+		if err := c1.wait(t).err; !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+			t.Fatalf("acks=all append: %v, want ErrFailed wrapping EIO", err)
+		}
+		if hw := fx.a.HighWatermark(); hw != 0 {
+			t.Fatalf("high watermark %d after failed fsync, want 0", hw)
+		}
+		fx.f.set(func(f *fakeLog) { f.syncErr = nil })
+		r, _ := mkReq(1, 10, 9, true)
+		if _, err := fx.a.Append(bg, r); !errors.Is(err, ErrFailed) {
+			t.Fatalf("append after failed fsync: %v, want ErrFailed (never retry an fsync)", err)
+		}
+	})
+	t.Run("failing Close reports the error", func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { c.Policy = FsyncNever })
+		r, o := mkReq(1, 10, 0, true)
+		goAppend(context.Background(), fx.a, r, o).wait(t)
+		fx.f.set(func(f *fakeLog) { f.syncErr = cause })
+		if err := fx.a.Close(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Close: %v, want EIO", err)
+		}
+		if err := fx.a.Close(); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("second Close: %v, want the same error", err)
+		}
+	})
+	t.Run("fsync at start fails", func(t *testing.T) {
+		f := newFake(t)
+		f.syncErr = cause
+		a := start(f, testConfig(newManualTicker()))
+		defer a.Close()
+		r, _ := mkReq(1, 10, 0, true)
+		if _, err := a.Append(context.Background(), r); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("append: %v, want EIO", err)
+		}
+	})
+}
+
+func TestClose(t *testing.T) {
+	fx := newFixture(t, nil)
+	entered, release := fx.gateAppends()
+	bg := context.Background()
+	r0, o0 := mkReq(1, 10, 0, true)
+	calls := []*call{goAppend(bg, fx.a, r0, o0)}
+	expect(t, entered, "append")
+	for i := 1; i <= 3; i++ {
+		r, o := mkReq(1, 10, int64(i), true)
+		calls = append(calls, queueAppend(t, bg, fx.a, r, o))
+	}
+	hwc := fx.a.HWChanged()
+	closed := make(chan error, 1)
+	go func() { closed <- fx.a.Close() }()
+	waitFor(t, func() bool {
+		fx.a.sendMu.RLock()
+		defer fx.a.sendMu.RUnlock()
+		return fx.a.sendClosed
+	}, "Close to shut the queue")
+	rl, _ := mkReq(1, 10, 9, true)
+	if _, err := fx.a.Append(bg, rl); err != ErrClosed {
+		t.Fatalf("Append during Close: %v, want ErrClosed", err)
+	}
+	release()
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for _, c := range calls {
+		c.wait(t)
+	}
+	checkData(t, fx.f.data, calls...)
+	if fx.f.synced != len(fx.f.data) {
+		t.Fatal("Close did not fsync what was queued")
+	}
+	<-hwc
+	<-fx.a.HWChanged() // closed for good once stopped
+	if err := fx.a.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestHWChanged(t *testing.T) {
+	fx := newFixture(t, nil)
+	ch := fx.a.HWChanged()
+	if hw := fx.a.HighWatermark(); hw != 0 {
+		t.Fatalf("initial high watermark %d", hw)
+	}
+	select {
+	case <-ch:
+		t.Fatal("HWChanged closed before any append")
+	default:
+	}
+	r, _ := mkReq(4, 10, 0, true)
+	if _, err := fx.a.Append(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	if hw := fx.a.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d, want 4", hw)
+	}
+}
+
+func TestRetentionTicker(t *testing.T) {
+	fx := newFixture(t, nil)
+	for i := 1; i <= 2; i++ {
+		fx.mt.tick(t, time.Minute)
+		waitFor(t, func() bool {
+			fx.f.mu.Lock()
+			defer fx.f.mu.Unlock()
+			return fx.f.retention == i
+		}, "retention to run")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	fx := newFixture(t, func(c *Config) { c.Metrics = m })
+	entered, release := fx.gateAppends()
+	bg := context.Background()
+	r0, o0 := mkReq(1, 10, 0, true)
+	calls := []*call{goAppend(bg, fx.a, r0, o0)}
+	expect(t, entered, "append")
+	for i := 1; i <= 5; i++ {
+		r, o := mkReq(1, 10, int64(i), true)
+		calls = append(calls, queueAppend(t, bg, fx.a, r, o))
+	}
+	release()
+	for _, c := range calls {
+		c.wait(t)
+	}
+	hist := func(h prometheus.Histogram) (uint64, float64) {
+		var d dto.Metric
+		if err := h.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetHistogram().GetSampleCount(), d.GetHistogram().GetSampleSum()
+	}
+	if n, sum := hist(m.WriteAppends); n != 2 || sum != 6 {
+		t.Errorf("appends per write: %d writes, %v appends; want 2 writes of 6", n, sum)
+	}
+	if n, sum := hist(m.FsyncAppends); n != 1 || sum != 6 {
+		t.Errorf("appends per fsync: %d fsyncs, %v appends; want 1 of 6", n, sum)
+	}
+	if n, sum := hist(m.QueueDepth); n != 6 || sum != 4+3+2+1+0 {
+		t.Errorf("queue depth: %d samples summing %v; want 6 summing 10", n, sum)
+	}
+	if n, sum := hist(m.WriteBytes); n != 2 || int(sum) != len(fx.f.data) {
+		t.Errorf("write bytes: %d writes of %v bytes; want 2 of %d", n, sum, len(fx.f.data))
+	}
+	if n, _ := hist(m.FsyncSeconds); n != 1 {
+		t.Errorf("fsync latency: %d samples, want 1", n)
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation count is noisy under -short runs")
+	}
+	fx := newFixture(t, func(c *Config) { c.Policy = FsyncNever })
+	req, _ := mkReq(1, 100, 0, false)
+	bg := context.Background()
+	allocs := testing.AllocsPerRun(2000, func() {
+		if _, err := fx.a.Append(bg, req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The fake log's own slices grow by doubling (amortized to ~0); the
+	// acceptor must add nothing per append (pooled waiters and channels).
+	if allocs >= 1 {
+		t.Fatalf("%.2f allocations per append, want none", allocs)
+	}
+	t.Logf("%.2f allocations per append (fake log included)", allocs)
+}

@@ -1,0 +1,263 @@
+package acceptor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"sluice/internal/batch"
+	"sluice/internal/storage/storagetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// op is one call the acceptor made on a fakeLog.
+type op struct {
+	kind    string // "append" or "sync"
+	bytes   int
+	batches int
+	first   *byte // address of the first byte passed to Append (to tell copies from originals)
+}
+
+// fakeLog is an in-memory partitionLog that records the calls it gets,
+// checks that appended offsets are contiguous, and can block or fail them.
+type fakeLog struct {
+	t *testing.T
+
+	mu        sync.Mutex // guards every field below
+	ops       []op
+	data      []byte // everything appended
+	next      int64
+	synced    int   // len(data) at the last successful sync
+	retention int   // ApplyRetention calls
+	appendErr error // returned by every Append while set
+	syncErr   error // returned by every Sync while set
+
+	appendGate chan struct{} // when set, Append waits for a receive from it before writing
+	syncGate   chan struct{} // when set, Sync waits for a receive from it
+	entered    chan string   // when set, gets "append"/"sync" as a call enters (before a gate)
+}
+
+func newFake(t *testing.T) *fakeLog { return &fakeLog{t: t} }
+
+func (f *fakeLog) Append(b []byte) error {
+	f.mu.Lock()
+	gate, entered := f.appendGate, f.entered
+	f.mu.Unlock()
+	if entered != nil {
+		entered <- "append"
+	}
+	if gate != nil {
+		<-gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.appendErr != nil {
+		return f.appendErr
+	}
+	n := 0
+	if _, err := batch.Split(b, func(h batch.Header, _ []byte) error {
+		if h.BaseOffset != f.next {
+			return fmt.Errorf("base offset %d, want %d", h.BaseOffset, f.next)
+		}
+		f.next = h.LastOffset() + 1
+		n++
+		return nil
+	}); err != nil {
+		f.t.Errorf("fakeLog.Append: %v", err)
+		return err
+	}
+	f.ops = append(f.ops, op{kind: "append", bytes: len(b), batches: n, first: &b[0]})
+	f.data = append(f.data, b...)
+	return nil
+}
+
+func (f *fakeLog) Sync() error {
+	f.mu.Lock()
+	gate, entered := f.syncGate, f.entered
+	f.mu.Unlock()
+	if entered != nil {
+		entered <- "sync"
+	}
+	if gate != nil {
+		<-gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.syncErr != nil {
+		return f.syncErr
+	}
+	f.synced = len(f.data)
+	f.ops = append(f.ops, op{kind: "sync"})
+	return nil
+}
+
+func (f *fakeLog) NextOffset() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.next
+}
+
+func (f *fakeLog) ApplyRetention() (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retention++
+	return 0, nil
+}
+
+// set runs fn with f.mu held, to change the fake's behaviour.
+func (f *fakeLog) set(fn func(f *fakeLog)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *fakeLog) snapshot() (ops []op, data []byte, synced int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]op(nil), f.ops...), append([]byte(nil), f.data...), f.synced
+}
+
+// appendOps returns the byte sizes and batch counts of the appends, in order.
+func appendOps(ops []op) (sizes, batches []int) {
+	for _, o := range ops {
+		if o.kind == "append" {
+			sizes = append(sizes, o.bytes)
+			batches = append(batches, o.batches)
+		}
+	}
+	return sizes, batches
+}
+
+// manualTicker hands out tick channels the test fires by hand.
+type manualTicker struct {
+	mu sync.Mutex // guards chans
+	// chans maps a ticker's interval to its channel.
+	chans map[time.Duration]chan time.Time
+}
+
+func newManualTicker() *manualTicker {
+	return &manualTicker{chans: map[time.Duration]chan time.Time{}}
+}
+
+func (m *manualTicker) newTicker(d time.Duration) (<-chan time.Time, func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := make(chan time.Time, 1)
+	m.chans[d] = c
+	return c, func() {}
+}
+
+// tick fires the ticker of interval d (it must exist).
+func (m *manualTicker) tick(t *testing.T, d time.Duration) {
+	t.Helper()
+	m.mu.Lock()
+	c := m.chans[d]
+	m.mu.Unlock()
+	if c == nil {
+		t.Fatalf("no ticker with interval %v", d)
+	}
+	c <- time.Time{}
+}
+
+// testConfig is a Config whose tickers only fire by hand.
+func testConfig(mt *manualTicker) Config {
+	return Config{FlushInterval: time.Second, RetentionCheck: time.Minute, NewTicker: mt.newTicker}
+}
+
+// mkReq returns a request of one batch with records records of valueSize
+// bytes, and a copy of its bytes (base offset 0).
+func mkReq(records, valueSize int, seed int64, durable bool) (*Request, []byte) {
+	b := storagetest.MakeBatch(records, valueSize, seed)
+	return &Request{Batches: b, Durable: durable}, append([]byte(nil), b...)
+}
+
+// call is an Append running in its own goroutine.
+type call struct {
+	req  *Request
+	orig []byte
+	res  Result
+	err  error
+	done chan struct{}
+}
+
+// goAppend starts an Append in a goroutine.
+func goAppend(ctx context.Context, a *Acceptor, req *Request, orig []byte) *call {
+	c := &call{req: req, orig: orig, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.res, c.err = a.Append(ctx, req)
+	}()
+	return c
+}
+
+// queueAppend starts an Append and waits until it sits in the queue, so
+// that a test controls the queue's order.
+func queueAppend(t *testing.T, ctx context.Context, a *Acceptor, req *Request, orig []byte) *call {
+	t.Helper()
+	before := len(a.queue)
+	c := goAppend(ctx, a, req, orig)
+	waitFor(t, func() bool { return len(a.queue) > before }, "append to enter the queue")
+	return c
+}
+
+// waitFor polls cond until it holds; it fails the test after a generous
+// deadline (a hang, not a timing assertion).
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// wait waits for c to return.
+func (c *call) wait(t *testing.T) *call {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Append did not return")
+	}
+	return c
+}
+
+// returned reports whether c has returned.
+func (c *call) returned() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// checkData checks that data holds exactly the given calls' batches, in
+// offset order, each at the base offset it was told, from offset 0.
+func checkData(t *testing.T, data []byte, calls ...*call) {
+	t.Helper()
+	var want []byte
+	var next int64
+	for _, c := range calls {
+		if c.err != nil {
+			t.Fatalf("append failed: %v", c.err)
+		}
+		if c.res.BaseOffset != next {
+			t.Fatalf("append got base offset %d, want %d", c.res.BaseOffset, next)
+		}
+		b, n := storagetest.WithBaseOffset(c.orig, next)
+		want = append(want, b...)
+		next = n
+	}
+	if !bytes.Equal(data, want) {
+		t.Fatalf("log holds %d bytes that differ from the %d bytes appended", len(data), len(want))
+	}
+}
