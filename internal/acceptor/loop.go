@@ -17,11 +17,11 @@ type runState struct {
 	written int64 // every offset below it has been written to the log
 	synced  int64 // every offset below it has been fsynced
 
-	buf        []byte    // coalescing buffer, capacity cfg.BufferSize, reused
-	pending    []*waiter // appends written by the next write: copied into buf, or about to be written as-is
-	unsynced   []*waiter // written durable appends waiting for fsync (FsyncAlways)
-	sinceSync  int       // appends written since the last fsync
-	failed     *failure  // set once; every later append fails with it
+	buf       []byte    // coalescing buffer, capacity cfg.BufferSize, reused
+	pending   []*waiter // appends written by the next write: copied into buf, or about to be written as-is
+	unsynced  []*waiter // written durable appends waiting for fsync (FsyncAlways)
+	sinceSync int       // appends written since the last fsync
+	failed    *failure  // set once; every later append fails with it
 
 	flushTick, retainTick <-chan time.Time // retainTick is nil when retention is off
 	stopTickers           func()
