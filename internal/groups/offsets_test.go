@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -183,5 +184,63 @@ func TestFindCoordinatorAndListGroups(t *testing.T) {
 	f := h.c.ListGroups(nil, &kmsg.ListGroupsRequest{Version: 4, StatesFilter: []string{"stable"}})
 	if len(f.Groups) != 1 || f.Groups[0].Group != "stable" || f.Groups[0].GroupState != "Stable" {
 		t.Fatalf("ListGroups filtered: %+v", f)
+	}
+}
+
+func TestCommitVersionFields(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.RetentionCheckInterval = time.Minute })
+	ids, gen := h.stableGroup("g", 1)
+	tests := []struct {
+		name    string
+		version int16
+		member  string
+		gen     int32
+		want    int16
+	}{
+		// v0 carries no generation or member: a simple commit, refused
+		// while the group has members.
+		{"v0 to a group with members", 0, ids[0], gen, errUnknownMemberID},
+		{"v1 member commit", 1, ids[0], gen, 0},
+		{"v1 stale generation", 1, ids[0], gen - 1, errIllegalGeneration},
+		{"v8 member commit", 8, ids[0], gen, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := commitReq("g", tt.member, tt.gen, "t", 1)
+			req.Version = tt.version
+			if got := h.c.OffsetCommit(nil, req).Topics[0].Partitions[0].ErrorCode; got != tt.want {
+				t.Fatalf("code %d, want %d", got, tt.want)
+			}
+		})
+	}
+	// v2-v4 retention time sets an explicit expiry.
+	req := commitReq("solo", "", -1, "t", 9)
+	req.Version = 2
+	req.RetentionTimeMillis = (5 * time.Minute).Milliseconds()
+	mustCommit(t, h.c, req)
+	h.clock.Advance(4 * time.Minute)
+	if h.fetch("solo", "t", 0) != 9 {
+		t.Fatal("offset expired before its retention time")
+	}
+	h.clock.Advance(2 * time.Minute)
+	if h.fetch("solo", "t", 0) != -1 {
+		t.Fatal("offset outlived its retention time")
+	}
+}
+
+func TestJoinGroupContextCancel(t *testing.T) {
+	h := newHarness(t, nil)
+	ids, _ := h.stableGroup("g", 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The leader's rejoin waits for the follower; its caller gives up.
+	r := h.c.JoinGroup(ctx, Client{ID: "c"}, mkJoinReq("g", ids[0], joinOpt{}))
+	if r.ErrorCode != errRebalanceInProgress {
+		t.Fatalf("canceled JoinGroup: %+v", r)
+	}
+	// The member stays in the rebalance: the follower's rejoin completes it.
+	f := h.join("g", ids[1], joinOpt{}).get()
+	if f == nil || f.ErrorCode != 0 || f.LeaderID != ids[0] {
+		t.Fatalf("follower's rejoin: %+v", f)
 	}
 }
