@@ -112,9 +112,9 @@ func runWorkload(t *testing.T, fs vfs.FS, specs []spec, workers int, cfg Config)
 // acknowledged as durable is there byte for byte at its offset, that the
 // offsets are contiguous from the log start, and that nothing the
 // acceptor published as committed (hw) is missing.
-func verifyRecovered(t *testing.T, fs vfs.FS, acks []acked, hw int64) {
+func verifyRecovered(t *testing.T, fs vfs.FS, dir string, acks []acked, hw int64) {
 	t.Helper()
-	l, err := storage.Open(fs, crashDir, crashStorage)
+	l, err := storage.Open(fs, dir, crashStorage)
 	if err != nil {
 		t.Fatalf("reopen after crash: %v", err)
 	}
@@ -191,7 +191,7 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 			t.Fatalf("seed %d: clean run acknowledged %d of %d", seed, len(acks), len(specs))
 		}
 		checkAckOrder(t, acks)
-		verifyRecovered(t, fs, acks, hw)
+		verifyRecovered(t, fs, crashDir, acks, hw)
 		total := fs.Seq()
 		if fs.Ops(vfs.OpRename) == 0 || fs.Ops(vfs.OpCreate) < 3 {
 			t.Fatalf("seed %d: workload did not roll segments (creates %d)", seed, fs.Ops(vfs.OpCreate))
@@ -215,7 +215,7 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 			tear := k%2 == 0
 			crashed := fs.CrashClone(vfs.CrashOptions{Tear: tear, Rand: rand.New(rand.NewPCG(seed, uint64(k)))})
 			t.Run(fmt.Sprintf("seed=%d/stop=%d/tear=%v", seed, k, tear), func(t *testing.T) {
-				verifyRecovered(t, crashed, acks, hw)
+				verifyRecovered(t, crashed, crashDir, acks, hw)
 			})
 		}
 		t.Logf("seed %d: %d crash points, %d appends", seed, total+total/8+1, len(specs))
@@ -284,10 +284,10 @@ func TestCrashMidFlight(t *testing.T) {
 	}
 	for i, c := range crashes {
 		t.Run(fmt.Sprintf("crash=%d/acks=%d", i, len(c.acks)), func(t *testing.T) {
-			verifyRecovered(t, c.fs, c.acks, c.hw)
+			verifyRecovered(t, c.fs, crashDir, c.acks, c.hw)
 		})
 	}
-	verifyRecovered(t, fs, acks, a.HighWatermark())
+	verifyRecovered(t, fs, crashDir, acks, a.HighWatermark())
 }
 
 // TestInjectedErrors fails one write or fsync with ENOSPC or EIO: the
@@ -321,8 +321,8 @@ func TestInjectedErrors(t *testing.T) {
 			}
 			checkAckOrder(t, acks)
 			fs.Inject(nil)
-			verifyRecovered(t, fs.CrashClone(vfs.CrashOptions{}), acks, hw)
-			verifyRecovered(t, fs, acks, hw)
+			verifyRecovered(t, fs.CrashClone(vfs.CrashOptions{}), crashDir, acks, hw)
+			verifyRecovered(t, fs, crashDir, acks, hw)
 
 			// Reopened, the partition takes appends again after what survived.
 			l, err := storage.Open(fs, crashDir, crashStorage)
