@@ -100,6 +100,11 @@ func runWorkload(t *testing.T, fs vfs.FS, specs []spec, workers int, cfg Config)
 	if err := a.Close(); err != nil && firstErr == nil {
 		firstErr = err
 	}
+	// A failed fsync covering only acks=1 appends (already released) is
+	// reported by Err alone.
+	if err := a.Err(); err != nil && firstErr == nil {
+		firstErr = err
+	}
 	// A failed log closes without a checkpoint (and without an error);
 	// a healthy one fails here if its checkpoint cannot be written.
 	if err := l.Close(); err != nil && firstErr == nil {

@@ -239,6 +239,11 @@ func (r *runState) write(b []byte) {
 	r.written = pending[len(pending)-1].end
 	r.sinceSync += len(pending)
 	always := r.cfg.Policy == FsyncAlways
+	if !always {
+		// Published before any release, so that a released caller reads
+		// its own append.
+		r.a.setHW(r.written)
+	}
 	for i, w := range pending {
 		r.freed(w)
 		if w.durable && always {
@@ -247,9 +252,6 @@ func (r *runState) write(b []byte) {
 			r.release(w, nil)
 		}
 		pending[i] = nil
-	}
-	if !always {
-		r.a.setHW(r.written)
 	}
 }
 
