@@ -1,0 +1,47 @@
+package broker
+
+// CreatePartitions v0-3.
+//
+// Behaviour:
+//   - Grows a topic to Count partitions; the new partitions' directories
+//     are created before the topic's metadata (fsynced) names them.
+//   - Fewer or equally many partitions get INVALID_PARTITIONS; manual
+//     assignments get INVALID_REQUEST; an unknown topic
+//     UNKNOWN_TOPIC_OR_PARTITION; a topic named twice INVALID_REQUEST.
+//   - ValidateOnly checks without changing anything.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.CreatePartitions.Int16(), 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	seen := map[string]int{}
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = rt.Topic
+		var err error
+		switch {
+		case seen[rt.Topic] > 1:
+			err = errCode(kerr.InvalidRequest, "topic %q appears more than once in the request", rt.Topic)
+		case len(rt.Assignment) > 0:
+			err = errCode(kerr.InvalidRequest, "manual replica assignment is not supported")
+		default:
+			err = r.b.addPartitions(rt.Topic, rt.Count, req.ValidateOnly)
+		}
+		if err != nil {
+			st.ErrorCode = codeOf(err)
+			msg := err.Error()
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,36 @@
+package broker
+
+// DescribeCluster v0-1.
+//
+// Behaviour:
+//   - One broker (node 0, the advertised address), which is the
+//     controller. The cluster id is generated once and kept in
+//     cluster.json.
+//   - v1 EndpointType: only brokers (1) are described; a request for
+//     controllers gets UNSUPPORTED_ENDPOINT_TYPE.
+//   - Authorized operations are not computed (-2147483648, "not asked").
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeCluster.Int16(), 0, 1, handleDescribeCluster) }
+
+func handleDescribeCluster(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		msg := "only broker endpoints are described"
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
+	adv := r.b.advertised()
+	resp.EndpointType = 1
+	resp.ClusterID = r.b.clusterID()
+	resp.ControllerID = nodeID
+	resp.ClusterAuthorizedOperations = -2147483648
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: nodeID, Host: adv.host, Port: adv.port}}
+	return resp, nil
+}

@@ -1,0 +1,294 @@
+package broker
+
+// Fetch v4-13.
+//
+// Behaviour:
+//   - Reads never go past a partition's high watermark (its durable
+//     offset under the default fsync policy). An offset below the log
+//     start offset or past the log end offset gets OFFSET_OUT_OF_RANGE;
+//     one between the high watermark and the log end offset gets no
+//     records.
+//   - Long poll: when fewer than MinBytes are available, the request
+//     waits up to MaxWaitMillis, woken by the acceptors as high
+//     watermarks move (and at once when the broker closes).
+//   - PartitionMaxBytes and the response MaxBytes bound the record bytes,
+//     except that the first partition with data always gets at least one
+//     whole batch (KIP-74). Batches are sent whole, exactly as stored.
+//   - Record bytes never pass through user space when the connection is
+//     TCP and the segment an OS file: the response is encoded with kmsg
+//     around placeholders, and each partition's records are streamed from
+//     the segment file with sendfile (storage.Slice.WriteTo) between the
+//     encoded pieces (see fetchReply).
+//   - Sessions (KIP-227) are not kept: every response has session id 0,
+//     which tells clients to send full fetch requests; a request naming a
+//     session gets FETCH_SESSION_ID_NOT_FOUND. ForgottenTopics is
+//     ignored.
+//   - Isolation levels are the same: Sluice has no transactions, so the
+//     last stable offset is the high watermark.
+//   - v13 names topics by id; an unknown id gets UNKNOWN_TOPIC_ID.
+//   - Leader epochs are not checked (the leader epoch is always 0).
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/storage"
+)
+
+func init() { register(kmsg.Fetch.Int16(), 4, 13, handleFetch) }
+
+// fetchPart is one requested partition.
+type fetchPart struct {
+	ti, pi   int // index in the response
+	p        *partition
+	offset   int64
+	maxBytes int32
+	code     int16
+	slice    storage.Slice
+}
+
+func handleFetch(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	b := r.b
+	if req.Version >= 7 {
+		switch {
+		case req.SessionID != 0:
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil
+		case req.SessionEpoch > 0:
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return resp, nil
+		}
+	}
+
+	var parts []fetchPart
+	for ti, rt := range req.Topics {
+		var t *topic
+		st := kmsg.FetchResponseTopic{Topic: rt.Topic, TopicID: rt.TopicID}
+		missing := kerr.UnknownTopicOrPartition.Code
+		if req.Version >= 13 {
+			t = b.lookupID(rt.TopicID)
+			missing = kerr.UnknownTopicID.Code
+		} else {
+			t = b.lookup(rt.Topic)
+		}
+		for pi, rp := range rt.Partitions {
+			sp := kmsg.NewFetchResponseTopicPartition()
+			sp.Partition = rp.Partition
+			st.Partitions = append(st.Partitions, sp)
+			fp := fetchPart{ti: ti, pi: pi, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes}
+			switch {
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				fp.code = missing
+			default:
+				fp.p = t.parts[rp.Partition]
+			}
+			parts = append(parts, fp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+
+	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	var timer *time.Timer
+	for {
+		total, failed, wake := readParts(parts, req.MaxBytes)
+		if total >= int(req.MinBytes) || failed || maxWait <= 0 || r.ctx.Err() != nil {
+			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(maxWait)
+			defer timer.Stop()
+		}
+		cases := make([]reflect.SelectCase, 0, len(wake)+2)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.ctx.Done())})
+		for _, ch := range wake {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+		if i, _, _ := reflect.Select(cases); i == 0 {
+			readParts(parts, req.MaxBytes)
+			break
+		}
+	}
+
+	fr := &fetchReply{FetchResponse: resp}
+	for _, fp := range parts {
+		sp := &resp.Topics[fp.ti].Partitions[fp.pi]
+		sp.ErrorCode = fp.code
+		if fp.p != nil {
+			hw := fp.p.acc.HighWatermark()
+			sp.HighWatermark = hw
+			sp.LastStableOffset = hw
+			sp.LogStartOffset = fp.p.log.StartOffset()
+		}
+		if fp.slice.Len() > 0 {
+			fr.add(sp, fp.slice)
+		}
+	}
+	return fr, nil
+}
+
+// readParts reads every partition's records for this round. It returns
+// the record bytes found, whether a partition has an error, and the
+// channels that close when a partition's high watermark next moves
+// (taken before the reads, so no advance is missed).
+func readParts(parts []fetchPart, maxBytes int32) (total int, failed bool, wake []<-chan struct{}) {
+	budget := int64(maxBytes)
+	if budget <= 0 {
+		budget = 1<<31 - 1
+	}
+	for i := range parts {
+		fp := &parts[i]
+		fp.slice = storage.Slice{}
+		if fp.p == nil {
+			failed = true
+			continue
+		}
+		wake = append(wake, fp.p.acc.HWChanged())
+		fp.code = 0
+		if total > 0 && int64(total) >= budget {
+			continue
+		}
+		limit := min(int64(fp.maxBytes), budget-int64(total))
+		if fp.maxBytes <= 0 {
+			continue
+		}
+		s, err := fp.p.log.Read(fp.offset, fp.p.acc.HighWatermark(), int(max(limit, 1)))
+		switch {
+		case err == nil:
+			fp.slice = s
+			total += s.Len()
+		case errors.Is(err, storage.ErrOffsetOutOfRange):
+			fp.code = kerr.OffsetOutOfRange.Code
+			failed = true
+		case errors.Is(err, storage.ErrClosed):
+			fp.code = kerr.NotLeaderForPartition.Code
+			failed = true
+		default:
+			fp.code = kerr.KafkaStorageError.Code
+			failed = true
+		}
+	}
+	return total, failed, wake
+}
+
+// fetchReply is a Fetch response whose record bytes are streamed from
+// segment files. The embedded response is encoded by kmsg with a unique
+// placeholder in each RecordBatches field that has records; write
+// replaces every placeholder (and its length prefix) with the real length
+// and the slice's bytes.
+type fetchReply struct {
+	*kmsg.FetchResponse
+	slices []storage.Slice // in encoding order, one per placeholder
+}
+
+// placeholderSeed makes placeholders unguessable, so that no topic name
+// or other field can be mistaken for one.
+var placeholderSeed = func() (s [16]byte) {
+	if _, err := rand.Read(s[:]); err != nil {
+		panic("broker: crypto/rand failed: " + err.Error())
+	}
+	return s
+}()
+
+const placeholderLen = 20
+
+func placeholder(i int) []byte {
+	p := make([]byte, placeholderLen)
+	copy(p, placeholderSeed[:])
+	binary.BigEndian.PutUint32(p[16:], uint32(i))
+	return p
+}
+
+func (f *fetchReply) add(sp *kmsg.FetchResponseTopicPartition, s storage.Slice) {
+	sp.RecordBatches = placeholder(len(f.slices))
+	f.slices = append(f.slices, s)
+}
+
+// write writes the response frame for correlation id corr.
+func (f *fetchReply) write(c *conn, corr int32) error {
+	flexible := f.IsFlexible()
+	body := make([]byte, 0, 256)
+	if flexible {
+		body = append(body, 0) // response header v1: no tagged fields
+	}
+	body = f.AppendTo(body)
+
+	// Find each placeholder and its length prefix.
+	type cut struct {
+		start, end int // bytes of body replaced: length prefix + placeholder
+		slice      storage.Slice
+	}
+	cuts := make([]cut, 0, len(f.slices))
+	size := 4 + len(body) // correlation id + header tags + body
+	from := 0
+	for i, s := range f.slices {
+		at := bytes.Index(body[from:], placeholder(i))
+		if at < 0 {
+			return fmt.Errorf("fetch response: placeholder %d not found", i)
+		}
+		at += from
+		prefix := 4
+		if flexible {
+			prefix = 1 // uvarint(placeholderLen+1)
+		}
+		cuts = append(cuts, cut{start: at - prefix, end: at + placeholderLen, slice: s})
+		size += -prefix - placeholderLen + lengthPrefixLen(s.Len(), flexible) + s.Len()
+		from = at + placeholderLen
+	}
+	if size > 1<<31-1 {
+		return fmt.Errorf("fetch response of %d bytes is too large", size)
+	}
+
+	w := c.w
+	var hdr [8]byte
+	binary.BigEndian.PutUint32(hdr[0:], uint32(size))
+	binary.BigEndian.PutUint32(hdr[4:], uint32(corr))
+	w.Write(hdr[:])
+	prev := 0
+	var sent int64
+	for _, ct := range cuts {
+		w.Write(body[prev:ct.start])
+		w.Write(appendLengthPrefix(hdr[:0], ct.slice.Len(), flexible))
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write fetch response: %w", err)
+		}
+		n, err := ct.slice.WriteTo(c.nc)
+		sent += n
+		if err != nil {
+			return fmt.Errorf("write fetch records: %w", err)
+		}
+		prev = ct.end
+	}
+	w.Write(body[prev:])
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write fetch response: %w", err)
+	}
+	c.b.metrics.fetchBytes.Add(float64(sent))
+	return nil
+}
+
+func lengthPrefixLen(n int, flexible bool) int {
+	if !flexible {
+		return 4
+	}
+	var tmp [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(tmp[:], uint64(n)+1)
+}
+
+func appendLengthPrefix(dst []byte, n int, flexible bool) []byte {
+	if !flexible {
+		return binary.BigEndian.AppendUint32(dst, uint32(n))
+	}
+	return binary.AppendUvarint(dst, uint64(n)+1)
+}

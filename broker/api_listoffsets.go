@@ -1,0 +1,171 @@
+package broker
+
+// ListOffsets v1-8.
+//
+// Behaviour:
+//   - Timestamp -2 (earliest) and -4 (earliest local, v8): the log start
+//     offset. -1 (latest): the high watermark (Sluice has no
+//     transactions, so read_committed gets the same). -3 (max timestamp,
+//     v7+): the offset and timestamp of the record with the largest
+//     timestamp below the high watermark.
+//   - Any other timestamp t: the first offset whose record has a
+//     timestamp >= t, with that timestamp; -1 and -1 when none does
+//     below the high watermark. The storage time index finds the batch;
+//     in an uncompressed batch the record itself is found by reading its
+//     record headers, in a compressed one the batch's first offset and
+//     max timestamp are returned.
+//   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION. The
+//     leader epoch is always 0; CurrentLeaderEpoch is not checked.
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/batch"
+	"sluice/internal/storage"
+)
+
+func init() { register(kmsg.ListOffsets.Int16(), 1, 8, handleListOffsets) }
+
+func handleListOffsets(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
+		t := r.b.lookup(rt.Topic)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewListOffsetsResponseTopicPartition()
+			sp.Partition = rp.Partition
+			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				off, ts, err := listOffset(t.parts[rp.Partition], rp.Timestamp)
+				if err != nil {
+					sp.ErrorCode = codeOf(err)
+				} else {
+					sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, 0
+				}
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
+
+// listOffset answers one partition of a ListOffsets request.
+func listOffset(p *partition, ts int64) (offset, timestamp int64, err error) {
+	hw := p.acc.HighWatermark()
+	switch ts {
+	case -2, -4:
+		return p.log.StartOffset(), -1, nil
+	case -1:
+		return hw, -1, nil
+	case -3:
+		maxTs, off := p.log.MaxTimestamp()
+		if off < 0 || off >= hw {
+			return -1, -1, nil
+		}
+		found, at, err := findRecord(p, off, hw, func(rts int64) bool { return rts == maxTs })
+		if err != nil {
+			return 0, 0, err
+		}
+		if found < 0 {
+			return off, maxTs, nil
+		}
+		return found, at, nil
+	}
+	if ts < 0 {
+		return 0, 0, errCode(kerr.InvalidRequest, "timestamp %d is not a ListOffsets target", ts)
+	}
+	off, err := p.log.OffsetForTime(ts)
+	if err != nil {
+		return 0, 0, storageErr(err)
+	}
+	if off >= hw {
+		return -1, -1, nil
+	}
+	found, at, err := findRecord(p, off, hw, func(rts int64) bool { return rts >= ts })
+	if err != nil {
+		return 0, 0, err
+	}
+	if found < 0 || found >= hw {
+		return -1, -1, nil
+	}
+	return found, at, nil
+}
+
+func storageErr(err error) error {
+	switch {
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return errCode(kerr.OffsetOutOfRange, "%v", err)
+	case errors.Is(err, storage.ErrClosed):
+		return errCode(kerr.NotLeaderForPartition, "%v", err)
+	}
+	return errCode(kerr.KafkaStorageError, "%v", err)
+}
+
+// findRecord reads the batch holding offset and returns the offset and
+// timestamp of its first record whose timestamp satisfies match. For a
+// compressed batch it returns the batch's base offset and max timestamp
+// when the batch's max timestamp matches. (-1, -1) when nothing matches.
+func findRecord(p *partition, offset, hw int64, match func(int64) bool) (int64, int64, error) {
+	s, err := p.log.Read(offset, hw, 1)
+	if err != nil {
+		return 0, 0, storageErr(err)
+	}
+	raw, err := s.Bytes()
+	if err != nil {
+		return 0, 0, storageErr(err)
+	}
+	if len(raw) == 0 {
+		return -1, -1, nil
+	}
+	h, err := batch.Validate(raw)
+	if err != nil {
+		return 0, 0, errCode(kerr.KafkaStorageError, "stored batch at offset %d: %v", offset, err)
+	}
+	if h.Compression() != 0 {
+		if match(h.MaxTimestamp) {
+			return h.BaseOffset, h.MaxTimestamp, nil
+		}
+		return -1, -1, nil
+	}
+	off, ts, ok := scanRecords(raw[batch.HeaderSize:h.Size()], h.BaseTimestamp, match)
+	if !ok {
+		return -1, -1, nil
+	}
+	return h.BaseOffset + off, ts, nil
+}
+
+// scanRecords walks uncompressed records (length, attributes,
+// timestampDelta, offsetDelta, ...) and returns the offset delta and
+// timestamp of the first one whose timestamp matches.
+func scanRecords(b []byte, baseTs int64, match func(int64) bool) (offDelta, ts int64, ok bool) {
+	for len(b) > 0 {
+		n, k := binary.Varint(b)
+		if k <= 0 || n < 0 || int64(len(b)-k) < n {
+			return 0, 0, false
+		}
+		rec := b[k : k+int(n)]
+		b = b[k+int(n):]
+		if len(rec) < 1 {
+			return 0, 0, false
+		}
+		tsd, k1 := binary.Varint(rec[1:])
+		if k1 <= 0 {
+			return 0, 0, false
+		}
+		od, k2 := binary.Varint(rec[1+k1:])
+		if k2 <= 0 {
+			return 0, 0, false
+		}
+		if match(baseTs + tsd) {
+			return od, baseTs + tsd, true
+		}
+	}
+	return 0, 0, false
+}

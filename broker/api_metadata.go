@@ -1,0 +1,104 @@
+package broker
+
+// Metadata v0-12.
+//
+// Behaviour:
+//   - One broker (node 0, the advertised address), the controller and the
+//     leader of every partition, with itself as the only replica and ISR;
+//     leader epoch 0.
+//   - All topics for a null topic list (v1+) or an empty one (v0); topic
+//     ids for v10+. Topics may be asked for by id (v10+); an unknown id
+//     gets UNKNOWN_TOPIC_ID.
+//   - An unknown topic asked for by name is created when auto-creation is
+//     on and the request allows it (always for v0-v3,
+//     AllowAutoTopicCreation for v4+), with DefaultPartitions partitions;
+//     otherwise it gets UNKNOWN_TOPIC_OR_PARTITION. An invalid name gets
+//     INVALID_TOPIC_EXCEPTION.
+//   - Authorized operations are not computed.
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.Metadata.Int16(), 0, 12, handleMetadata) }
+
+func handleMetadata(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	b := r.b
+	adv := b.advertised()
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: nodeID, Host: adv.host, Port: adv.port}}
+	cid := b.clusterID()
+	resp.ClusterID = &cid
+	resp.ControllerID = nodeID
+
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, t := range b.sortedTopics() {
+			resp.Topics = append(resp.Topics, metadataTopic(t))
+		}
+		return resp, nil
+	}
+	mayCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || *rt.Topic == "" {
+			var zero [16]byte
+			if req.Version >= 10 && rt.TopicID != zero {
+				if t := b.lookupID(rt.TopicID); t != nil {
+					resp.Topics = append(resp.Topics, metadataTopic(t))
+					continue
+				}
+			}
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		name := *rt.Topic
+		t := b.lookup(name)
+		var err error
+		if t == nil {
+			if mayCreate {
+				t, err = b.autoCreate(name)
+			} else {
+				err = kerr.UnknownTopicOrPartition
+			}
+			if err == nil && validTopicName(name) != nil {
+				err = kerr.InvalidTopicException
+			}
+		}
+		if err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = codeOf(err)
+			if errors.Is(err, kerr.BrokerNotAvailable) {
+				mt.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(t))
+	}
+	return resp, nil
+}
+
+func metadataTopic(t *topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.name
+	mt.Topic = &name
+	mt.TopicID = t.id
+	for _, p := range t.parts {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.index
+		mp.Leader = nodeID
+		mp.LeaderEpoch = 0
+		mp.Replicas = []int32{nodeID}
+		mp.ISR = []int32{nodeID}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,339 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sluice/internal/acceptor"
+	"sluice/internal/groups"
+	"sluice/internal/vfs"
+)
+
+// nodeID is the id of the one broker of a Sluice cluster.
+const nodeID int32 = 0
+
+// closeGrace is how long Close lets busy connections finish their
+// request before it closes them.
+const closeGrace = 10 * time.Second
+
+// Broker is a single-node Kafka-compatible broker over a data directory.
+//
+// Goroutines: Start starts the accept goroutine and one goroutine per
+// client connection; each partition owns an acceptor goroutine started
+// by New (or when the partition is created). All are owned by the Broker
+// and stop in Close: it closes the listener (ending the accept
+// goroutine), wakes idle connections and long-polling fetches, waits for
+// every connection goroutine to answer its in-flight request and exit,
+// then closes the group coordinator and every partition (acceptors
+// flush and fsync, logs write their checkpoints).
+//
+// Lock order (see doc.go): adminMu, then mu, then conn.mu.
+type Broker struct {
+	cfg     cfg
+	fs      vfs.FS
+	metrics *metrics
+	accM    *acceptor.Metrics
+
+	// adminMu serializes changes to the set of topics and partitions
+	// (create, delete, add partitions, producer-id reservation) and is
+	// held across their file I/O. Readers of topics take only mu.
+	adminMu sync.Mutex
+	cluster clusterMeta // guarded by adminMu
+
+	mu     sync.RWMutex      // guards topics, byID, conns, ln, addr and adv
+	topics map[string]*topic // by name; a topic value's fields never change (see topic)
+	byID   map[[16]byte]*topic
+	conns  map[*conn]struct{}
+	ln     net.Listener
+	addr   string // actual listen address, after Start
+	adv    hostPort
+
+	groups *groups.Coordinator // opened by Start; nil before
+
+	nextPID atomic.Int64 // next producer id InitProducerID hands out
+
+	connCount atomic.Int64 // open connections, for MaxConnections
+	closing   atomic.Bool  // set first by Close
+	stopCtx   context.Context
+	stop      context.CancelFunc // cancels stopCtx: wakes long polls and blocked handlers
+	wg        sync.WaitGroup     // the accept goroutine and connection goroutines
+
+	startOnce sync.Once
+	started   bool // set by Start (under startOnce)
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// hostPort is an advertised address.
+type hostPort struct {
+	host string
+	port int32
+}
+
+func splitHostPort(addr string) (string, int32, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	return h, int32(port), nil
+}
+
+// New opens (creating if needed) the data directory and recovers every
+// partition of every topic: each log is opened and checked, its producer
+// state rebuilt from its batch headers, and its acceptor started. It
+// does not listen; Start does.
+func New(opts ...Opt) (*Broker, error) {
+	c := defaultCfg()
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:    c,
+		fs:     vfs.OS(),
+		topics: map[string]*topic{},
+		byID:   map[[16]byte]*topic{},
+		conns:  map[*conn]struct{}{},
+	}
+	b.metrics = newMetrics(c.registerer)
+	b.accM = acceptor.NewMetrics(c.registerer)
+	b.stopCtx, b.stop = context.WithCancel(context.Background())
+	if err := b.load(); err != nil {
+		b.closePartitions()
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Start listens on the configured address, opens the group coordinator
+// and serves clients in background goroutines. It may be called once.
+func (b *Broker) Start() error {
+	err := errors.New("broker: Start called twice")
+	b.startOnce.Do(func() {
+		err = b.start()
+	})
+	return err
+}
+
+func (b *Broker) start() error {
+	if b.closing.Load() {
+		return errors.New("broker: closed")
+	}
+	ln, err := net.Listen("tcp", b.cfg.listenAddr)
+	if err != nil {
+		return fmt.Errorf("broker: listen: %w", err)
+	}
+	adv := b.cfg.advertiseAddr
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	host, port, err := splitHostPort(adv)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("broker: advertised address %q: %w", adv, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		// A wildcard is not an address a client can dial.
+		host = "127.0.0.1"
+	}
+	g, err := groups.Open(groups.Config{
+		FS:              b.fs,
+		Dir:             filepath.Join(b.cfg.dataDir, groupsDir),
+		NodeID:          nodeID,
+		Host:            host,
+		Port:            port,
+		Logger:          b.cfg.logger,
+		Registerer:      b.cfg.registerer,
+		PartitionExists: b.partitionExists,
+		SyncPolicy:      b.cfg.fsync,
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("broker: open group coordinator: %w", err)
+	}
+	b.mu.Lock()
+	b.ln, b.addr, b.adv, b.groups = ln, ln.Addr().String(), hostPort{host, port}, g
+	b.started = true
+	b.mu.Unlock()
+	b.cfg.logger.Info("sluice broker listening", "addr", b.addr, "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "data", b.cfg.dataDir)
+	b.wg.Add(1)
+	go b.acceptLoop(ln)
+	return nil
+}
+
+// Addr is the address the broker listens on (after Start), such as
+// "127.0.0.1:41234".
+func (b *Broker) Addr() string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.addr
+}
+
+// advertised returns the address clients are told to use.
+func (b *Broker) advertised() hostPort {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.adv
+}
+
+// acceptLoop accepts connections until the listener is closed.
+func (b *Broker) acceptLoop(ln net.Listener) {
+	defer b.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if b.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Temporary failure (such as EMFILE): back off and retry.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			b.cfg.logger.Warn("accept failed", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-b.stopCtx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		if b.connCount.Add(1) > int64(b.cfg.maxConns) {
+			b.connCount.Add(-1)
+			b.metrics.connsRejected.Inc()
+			b.cfg.logger.Warn("connection refused: too many connections", "remote", nc.RemoteAddr().String(), "max", b.cfg.maxConns)
+			nc.Close()
+			continue
+		}
+		c := newConn(b, nc)
+		b.mu.Lock()
+		if b.closing.Load() {
+			b.mu.Unlock()
+			b.connCount.Add(-1)
+			nc.Close()
+			return
+		}
+		b.conns[c] = struct{}{}
+		b.wg.Add(1)
+		b.mu.Unlock()
+		b.metrics.conns.Inc()
+		go c.serve()
+	}
+}
+
+// dropConn forgets a finished connection.
+func (b *Broker) dropConn(c *conn) {
+	b.mu.Lock()
+	delete(b.conns, c)
+	b.mu.Unlock()
+	b.connCount.Add(-1)
+	b.metrics.conns.Dec()
+}
+
+// Close shuts the broker down gracefully: it stops accepting, lets every
+// connection answer the request it is handling (long-polling fetches
+// answer at once with what they have), closes idle connections, then
+// closes the group coordinator and every partition, whose acceptors
+// write and fsync everything queued and whose logs write their
+// clean-shutdown checkpoints. It is idempotent and returns the first
+// error met.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.closing.Store(true)
+		b.mu.Lock()
+		ln := b.ln
+		conns := make([]*conn, 0, len(b.conns))
+		for c := range b.conns {
+			conns = append(conns, c)
+		}
+		b.mu.Unlock()
+		if ln != nil {
+			ln.Close()
+		}
+		b.stop()
+		for _, c := range conns {
+			c.interruptIfIdle()
+		}
+		done := make(chan struct{})
+		go func() { b.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(closeGrace):
+			b.cfg.logger.Warn("closing connections still busy after the grace period")
+			b.mu.RLock()
+			for c := range b.conns {
+				c.nc.Close()
+			}
+			b.mu.RUnlock()
+			<-done
+		}
+		var errs []error
+		if b.groups != nil {
+			if err := b.groups.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))
+			}
+		}
+		errs = append(errs, b.closePartitions())
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}
+
+// closePartitions closes every partition of every topic.
+func (b *Broker) closePartitions() error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	b.mu.Lock()
+	ts := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		ts = append(ts, t)
+	}
+	b.topics = map[string]*topic{}
+	b.byID = map[[16]byte]*topic{}
+	b.mu.Unlock()
+	var errs []error
+	for _, t := range ts {
+		for _, p := range t.parts {
+			if err := p.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newUUID returns a random version-4 UUID (a Kafka topic id, never all
+// zeros).
+func newUUID() [16]byte {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		panic("broker: crypto/rand failed: " + err.Error())
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+func uuidString(u [16]byte) string { return hex.EncodeToString(u[:]) }
+
+// clusterID is the id kept in cluster.json.
+func (b *Broker) clusterID() string {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	return b.cluster.ClusterID
+}

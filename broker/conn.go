@@ -1,0 +1,255 @@
+package broker
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn is one client connection. Its goroutine (serve, owned by the
+// Broker, counted in Broker.wg) reads a request, handles it, writes the
+// response, and only then reads the next one, so pipelined requests are
+// answered in order. It stops when the client closes the connection,
+// sends something that cannot be answered, stays idle past the idle
+// timeout, or the broker closes (which interrupts it only while it waits
+// for a new request).
+type conn struct {
+	b    *Broker
+	nc   net.Conn
+	host string
+	w    *bufio.Writer
+
+	mu   sync.Mutex // guards idle
+	idle bool       // waiting for the first byte of a new request
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		host = nc.RemoteAddr().String()
+	}
+	return &conn{b: b, nc: nc, host: host, w: bufio.NewWriterSize(nc, 64<<10)}
+}
+
+// interruptIfIdle ends the read of a connection waiting for a request.
+// Called by Broker.Close after it set Broker.closing.
+func (c *conn) interruptIfIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle {
+		c.nc.SetReadDeadline(time.Now())
+	}
+}
+
+// setIdle marks the connection idle or busy. Becoming idle fails once the
+// broker is closing.
+func (c *conn) setIdle(idle bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.idle = idle
+	return !(idle && c.b.closing.Load())
+}
+
+func (c *conn) serve() {
+	defer c.b.wg.Done()
+	defer c.b.dropConn(c)
+	defer c.nc.Close()
+	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
+	for {
+		if !c.setIdle(true) {
+			return
+		}
+		frame, err := c.readFrame()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !c.b.closing.Load() {
+				log.Info("closing connection", "err", err)
+			}
+			return
+		}
+		if err := c.handle(frame); err != nil {
+			c.b.metrics.badRequests.Inc()
+			log.Info("closing connection", "err", err)
+			return
+		}
+	}
+}
+
+// readFrame reads one size-prefixed request. The first byte is awaited
+// for up to the idle timeout.
+func (c *conn) readFrame() ([]byte, error) {
+	var size [4]byte
+	c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	if _, err := io.ReadFull(c.nc, size[:1]); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && !c.b.closing.Load() {
+			return nil, fmt.Errorf("idle for %v", c.b.cfg.idleTimeout)
+		}
+		return nil, err
+	}
+	c.setIdle(false)
+	if _, err := io.ReadFull(c.nc, size[1:]); err != nil {
+		return nil, fmt.Errorf("read request size: %w", err)
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 8 {
+		return nil, fmt.Errorf("request size %d is too small for a request header", n)
+	}
+	if n > c.b.cfg.maxRequestBytes {
+		c.b.metrics.oversized.Inc()
+		return nil, fmt.Errorf("request of %d bytes exceeds the maximum of %d", n, c.b.cfg.maxRequestBytes)
+	}
+	// Grow the buffer as bytes arrive, so that a size field alone cannot
+	// make the broker allocate MaxRequestBytes.
+	buf := bytes.NewBuffer(make([]byte, 0, min(int(n), 1<<20)))
+	if _, err := io.CopyN(buf, c.nc, int64(n)); err != nil {
+		return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// reqHeader is the request header (v1 or v2).
+type reqHeader struct {
+	key, version int16
+	corr         int32
+	clientID     string
+}
+
+// parseHeader decodes the fixed part of a request header; rest starts at
+// the tagged fields (flexible versions) or the body.
+func parseHeader(frame []byte) (h reqHeader, rest []byte, err error) {
+	if len(frame) < 10 {
+		return h, nil, fmt.Errorf("request header truncated (%d bytes)", len(frame))
+	}
+	h.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.corr = int32(binary.BigEndian.Uint32(frame[4:]))
+	idLen := int16(binary.BigEndian.Uint16(frame[8:]))
+	rest = frame[10:]
+	if idLen >= 0 {
+		if int(idLen) > len(rest) {
+			return h, nil, fmt.Errorf("client id of %d bytes runs past the request", idLen)
+		}
+		h.clientID, rest = string(rest[:idLen]), rest[idLen:]
+	} else if idLen != -1 {
+		return h, nil, fmt.Errorf("client id length %d is invalid", idLen)
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tagged-field section.
+func skipTags(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, errors.New("bad tagged-field count in request header")
+	}
+	b = b[k:]
+	for i := uint64(0); i < n; i++ {
+		if _, k = binary.Uvarint(b); k <= 0 {
+			return nil, errors.New("bad tag in request header")
+		}
+		b = b[k:]
+		size, k := binary.Uvarint(b)
+		if k <= 0 || size > uint64(len(b)-k) {
+			return nil, errors.New("bad tag size in request header")
+		}
+		b = b[k+int(size):]
+	}
+	return b, nil
+}
+
+// decodeRequest turns a frame into its header and kmsg request. An error
+// means the connection must be closed (Kafka's answer to a request it
+// cannot parse), except for errTooNewApiVersions.
+func decodeRequest(frame []byte) (reqHeader, kmsg.Request, error) {
+	h, rest, err := parseHeader(frame)
+	if err != nil {
+		return h, nil, err
+	}
+	e, ok := apis[h.key]
+	if !ok {
+		return h, nil, fmt.Errorf("unsupported API key %d (%s)", h.key, kmsg.NameForKey(h.key))
+	}
+	if h.version < e.min || h.version > e.max {
+		if h.key == kmsg.ApiVersions.Int16() && h.version > e.max {
+			return h, nil, errTooNewApiVersions
+		}
+		return h, nil, fmt.Errorf("%s v%d is outside the supported range v%d-v%d", kmsg.NameForKey(h.key), h.version, e.min, e.max)
+	}
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		if rest, err = skipTags(rest); err != nil {
+			return h, nil, err
+		}
+	}
+	if err := req.ReadFrom(rest); err != nil {
+		return h, nil, fmt.Errorf("decode %s v%d: %w", kmsg.NameForKey(h.key), h.version, err)
+	}
+	return h, req, nil
+}
+
+var errTooNewApiVersions = errors.New("ApiVersions version too new")
+
+// handle decodes, serves and answers one request. An error closes the
+// connection.
+func (c *conn) handle(frame []byte) error {
+	start := time.Now()
+	h, req, err := decodeRequest(frame)
+	if errors.Is(err, errTooNewApiVersions) {
+		// Answer in v0 so that any client can read the supported range
+		// and downgrade.
+		resp := &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: apiKeys()}
+		return c.writeResponse(h.corr, resp)
+	}
+	if err != nil {
+		return err
+	}
+	name := kmsg.NameForKey(h.key)
+	resp, err := apis[h.key].h(&request{ctx: c.b.stopCtx, b: c.b, clientID: h.clientID, host: c.host, kreq: req})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if resp != nil {
+		resp.SetVersion(h.version)
+		if err := c.writeResponse(h.corr, resp); err != nil {
+			return err
+		}
+	}
+	c.b.metrics.observe(name, time.Since(start))
+	return nil
+}
+
+// writeResponse writes one response frame. Fetch responses stream their
+// record bytes from the segment files (see fetchReply).
+func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
+	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	if fr, ok := resp.(*fetchReply); ok {
+		return fr.write(c, corr)
+	}
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(corr))
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
+		buf = append(buf, 0) // response header v1: no tagged fields
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	if _, err := c.w.Write(buf); err != nil {
+		return fmt.Errorf("write response: %w", err)
+	}
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("write response: %w", err)
+	}
+	return nil
+}

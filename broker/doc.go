@@ -1,0 +1,42 @@
+// Package broker is Sluice's Kafka wire-protocol server: a single-node,
+// Kafka-compatible broker that a Go program or test can embed, and that
+// `sluice serve` runs.
+//
+//	b, err := broker.New(broker.DataDir("./data"), broker.ListenAddr("127.0.0.1:9092"))
+//	if err != nil { ... }
+//	if err := b.Start(); err != nil { ... }
+//	defer b.Close()
+//
+// # Requests
+//
+// Each client connection has one goroutine that reads a request, serves
+// it and writes the response before it reads the next, so pipelined
+// requests are answered in order (Kafka serves a connection the same
+// way). Requests are decoded with kmsg and dispatched through a table
+// that each api_*.go file fills from its init function with
+// register(key, minVersion, maxVersion, handler); ApiVersions answers
+// from the same table. Each api_*.go file opens with the versions it
+// serves and its behaviour. A request that cannot be served in Kafka's
+// terms (unknown API key, unsupported version, malformed bytes, larger
+// than MaxRequestBytes) closes the connection, as Kafka does; errors
+// inside a valid request are answered with Kafka error codes.
+//
+// # Writes and reads
+//
+// Each partition is a storage.Log written only by its acceptor goroutine
+// (internal/acceptor). Produce validates batches (validate.go), hands
+// them to the acceptor, whose Request.Check runs the idempotent-producer
+// checks (producers.go) serialized with offset assignment, and answers
+// acks=all only once the acceptor reports the records fsynced. Fetch
+// reads below the high watermark and streams whole stored batches to the
+// socket with sendfile (api_fetch.go).
+//
+// # Lock order
+//
+// Broker.adminMu (topic and partition changes, producer-id blocks; held
+// across their file I/O), then Broker.mu (topic map, connection set,
+// listener and addresses), then conn.mu (a connection's idle flag).
+// Locks of the packages below (acceptor, storage, groups) are taken only
+// inside their calls and never call back into the broker while held,
+// except groups' PartitionExists, which takes Broker.mu shared.
+package broker

@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the broker's Prometheus collectors.
+type metrics struct {
+	requests      *prometheus.HistogramVec // handling latency by API (its count is the request count)
+	conns         prometheus.Gauge
+	connsRejected prometheus.Counter
+	badRequests   prometheus.Counter
+	oversized     prometheus.Counter
+	topics        prometheus.Gauge
+	fetchBytes    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "request_seconds",
+			Help:    "Time from reading a request to writing its response, by API.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18), // 50 µs .. 6.5 s
+		}, []string{"api"}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "connections",
+			Help: "Open client connections.",
+		}),
+		connsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "connections_rejected_total",
+			Help: "Connections closed at once because MaxConnections was reached.",
+		}),
+		badRequests: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "bad_requests_total",
+			Help: "Connections closed because of a request that could not be served (malformed, unknown API, unsupported version).",
+		}),
+		oversized: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "oversized_requests_total",
+			Help: "Connections closed because a request exceeded MaxRequestBytes.",
+		}),
+		topics: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "topics",
+			Help: "Topics that exist.",
+		}),
+		fetchBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "fetch_record_bytes_total",
+			Help: "Record bytes sent in Fetch responses.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.oversized, m.topics, m.fetchBytes)
+	}
+	return m
+}
+
+func (m *metrics) observe(api string, d time.Duration) {
+	m.requests.WithLabelValues(api).Observe(d.Seconds())
+}

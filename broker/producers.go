@@ -1,0 +1,162 @@
+package broker
+
+import (
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/internal/batch"
+)
+
+// Idempotent producers.
+//
+// Each partition keeps, per producer id, the producer's epoch and the
+// sequence ranges and offsets of its last dedupWindow batches. The table
+// is touched only by the partition's acceptor goroutine, inside
+// acceptor.Request.Check, so the checks are serialized with offset
+// assignment; New rebuilds it from the batch headers in the log before the
+// acceptor starts. For a batch from producer p with epoch e and sequences
+// [first, last]:
+//
+//   - e below p's epoch: INVALID_PRODUCER_EPOCH (fenced by a newer session).
+//   - e above p's epoch: a new session; first must be 0.
+//   - same epoch, [first, last] equal to a remembered batch: a duplicate
+//     (a retry); it is answered with the original base offset and nothing
+//     is written.
+//   - same epoch, first = the last batch's last + 1 (wrapping at MaxInt32):
+//     accepted.
+//   - otherwise OUT_OF_ORDER_SEQUENCE_NUMBER.
+//
+// A producer the partition has no state for (never seen, or every batch
+// of it removed by retention) must start at sequence 0; any other gets
+// UNKNOWN_PRODUCER_ID, which clients answer by resetting their producer id.
+const dedupWindow = 5
+
+type seqEntry struct {
+	first, last int32
+	base        int64 // offset of the batch's first record
+}
+
+type producerState struct {
+	epoch   int16
+	batches [dedupWindow]seqEntry // ring; newest at (head-1) mod dedupWindow
+	head    int
+	n       int
+}
+
+func (s *producerState) newest() *seqEntry {
+	return &s.batches[(s.head+dedupWindow-1)%dedupWindow]
+}
+
+func (s *producerState) push(e seqEntry) {
+	s.batches[s.head] = e
+	s.head = (s.head + 1) % dedupWindow
+	s.n = min(s.n+1, dedupWindow)
+}
+
+func (s *producerState) find(first, last int32) (seqEntry, bool) {
+	for i := 0; i < s.n; i++ {
+		e := s.batches[(s.head+dedupWindow-1-i)%dedupWindow]
+		if e.first == first && e.last == last {
+			return e, true
+		}
+	}
+	return seqEntry{}, false
+}
+
+type producerTable struct {
+	m      map[int64]*producerState
+	maxPID int64 // the largest producer id seen (for id allocation after restart)
+}
+
+func newProducerTable() *producerTable {
+	return &producerTable{m: map[int64]*producerState{}, maxPID: -1}
+}
+
+// lastSeq is the last sequence of a batch starting at first.
+func lastSeq(h *batch.Header) int32 {
+	return int32((int64(h.BaseSequence) + int64(h.LastOffsetDelta)) % (math.MaxInt32 + 1))
+}
+
+func nextSeq(s int32) int32 {
+	if s == math.MaxInt32 {
+		return 0
+	}
+	return s + 1
+}
+
+// replay records a batch read back from the log, without checks.
+func (t *producerTable) replay(h *batch.Header) {
+	if !h.Idempotent() || h.Control() {
+		return
+	}
+	t.maxPID = max(t.maxPID, h.ProducerID)
+	s := t.m[h.ProducerID]
+	if s == nil || h.ProducerEpoch != s.epoch {
+		if s != nil && h.ProducerEpoch < s.epoch {
+			return
+		}
+		s = &producerState{epoch: h.ProducerEpoch}
+		t.m[h.ProducerID] = s
+	}
+	s.push(seqEntry{first: h.BaseSequence, last: lastSeq(h), base: h.BaseOffset})
+}
+
+// check decides about the batches of one append whose first record would
+// get offset base. hs are their headers in order. It returns dup when
+// the append is a retry of a batch already written (dupBase is that
+// batch's offset); otherwise, if the append is accepted, the state is
+// updated as if it were written.
+func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup bool, err error) {
+	// Decide on every batch against a scratch copy of the states, then
+	// commit, so a rejected append changes nothing.
+	scratch := map[int64]*producerState{}
+	off := base
+	for i := range hs {
+		h := &hs[i]
+		if !h.Idempotent() {
+			off += int64(h.LastOffsetDelta) + 1
+			continue
+		}
+		s, ok := scratch[h.ProducerID]
+		if !ok {
+			if cur := t.m[h.ProducerID]; cur != nil {
+				c := *cur
+				s = &c
+			}
+		}
+		first, last := h.BaseSequence, lastSeq(h)
+		switch {
+		case h.BaseSequence < 0:
+			return 0, false, errCode(kerr.InvalidRecord, "producer %d: batch has a negative base sequence %d", h.ProducerID, h.BaseSequence)
+		case s == nil || h.ProducerEpoch > s.epoch:
+			if first != 0 {
+				if s == nil {
+					return 0, false, errCode(kerr.UnknownProducerID, "producer %d has no state on this partition and its batch starts at sequence %d, not 0", h.ProducerID, first)
+				}
+				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: a new epoch must start at sequence 0, got %d", h.ProducerID, h.ProducerEpoch, first)
+			}
+			s = &producerState{epoch: h.ProducerEpoch}
+		case h.ProducerEpoch < s.epoch:
+			return 0, false, errCode(kerr.InvalidProducerEpoch, "producer %d: epoch %d is older than the current epoch %d", h.ProducerID, h.ProducerEpoch, s.epoch)
+		default:
+			if e, ok := s.find(first, last); ok {
+				if len(hs) != 1 {
+					return 0, false, errCode(kerr.DuplicateSequenceNumber, "producer %d: batch with sequences %d..%d was already written, inside a multi-batch append", h.ProducerID, first, last)
+				}
+				return e.base, true, nil
+			}
+			if want := nextSeq(s.newest().last); first != want {
+				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: expected sequence %d, got %d", h.ProducerID, s.epoch, want, first)
+			}
+		}
+		s.push(seqEntry{first: first, last: last, base: off})
+		scratch[h.ProducerID] = s
+		off += int64(h.LastOffsetDelta) + 1
+	}
+	for id, s := range scratch {
+		t.m[id] = s
+		t.maxPID = max(t.maxPID, id)
+	}
+	return 0, false, nil
+}

@@ -1,0 +1,532 @@
+package broker
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/internal/acceptor"
+	"sluice/internal/batch"
+	"sluice/internal/storage"
+	"sluice/internal/vfs"
+)
+
+// Data directory layout:
+//
+//	cluster.json                   cluster id and the reserved producer-id block
+//	topics/<name>/topic.json       a topic's id, partition count and configs
+//	topics/<name>/<partition>/     a partition's segment files (package storage)
+//	groups/                        the group coordinator's internal log
+//	deleted/                       topics being deleted (removed at start)
+//
+// Every metadata file is written to <name>.tmp, fsynced, renamed into
+// place, and its directory fsynced. A topic directory without topic.json
+// is an interrupted creation and is removed at start.
+const (
+	clusterFile = "cluster.json"
+	topicsDir   = "topics"
+	topicFile   = "topic.json"
+	groupsDir   = "groups"
+	deletedDir  = "deleted"
+)
+
+// pidBlock is how many producer ids are reserved in cluster.json at a
+// time, so that ids are never reused across restarts.
+const pidBlock = 1000
+
+type clusterMeta struct {
+	ClusterID string `json:"cluster_id"`
+	// PIDLimit: every producer id below it may have been handed out.
+	PIDLimit int64 `json:"pid_limit"`
+}
+
+type topicMeta struct {
+	ID         string            `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// topic is one topic. Its fields never change once it is published in
+// Broker.topics: CreatePartitions publishes a new topic value.
+type topic struct {
+	name  string
+	id    [16]byte
+	conf  topicConfig
+	parts []*partition
+}
+
+// partition is one partition: its log and the acceptor that writes it.
+type partition struct {
+	topic string
+	index int32
+	log   *storage.Log
+	acc   *acceptor.Acceptor
+	// pids is the idempotent-producer state; only the acceptor
+	// goroutine touches it (in Request.Check), after New rebuilt it.
+	pids *producerTable
+}
+
+func (p *partition) close() error {
+	var errs []error
+	if err := p.acc.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: close %s/%d acceptor: %w", p.topic, p.index, err))
+	}
+	if err := p.log.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: close %s/%d log: %w", p.topic, p.index, err))
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Broker) topicPath(name string) string {
+	return filepath.Join(b.cfg.dataDir, topicsDir, name)
+}
+
+// load reads cluster.json and opens every topic.
+func (b *Broker) load() error {
+	for _, d := range []string{b.cfg.dataDir, filepath.Join(b.cfg.dataDir, topicsDir)} {
+		if err := b.fs.MkdirAll(d); err != nil {
+			return fmt.Errorf("broker: create %s: %w", d, err)
+		}
+	}
+	if err := b.fs.RemoveAll(filepath.Join(b.cfg.dataDir, deletedDir)); err != nil {
+		return fmt.Errorf("broker: remove deleted topics: %w", err)
+	}
+	if err := readJSON(b.fs, filepath.Join(b.cfg.dataDir, clusterFile), &b.cluster); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("broker: %w", err)
+		}
+		u := newUUID()
+		b.cluster = clusterMeta{ClusterID: "sluice-" + hex.EncodeToString(u[:8])}
+		if err := writeJSON(b.fs, filepath.Join(b.cfg.dataDir, clusterFile), &b.cluster); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+	}
+	b.nextPID.Store(b.cluster.PIDLimit)
+
+	names, err := b.fs.ReadDir(filepath.Join(b.cfg.dataDir, topicsDir))
+	if err != nil {
+		return fmt.Errorf("broker: list topics: %w", err)
+	}
+	var maxPID int64 = -1
+	for _, name := range names {
+		var tm topicMeta
+		if err := readJSON(b.fs, filepath.Join(b.topicPath(name), topicFile), &tm); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				b.cfg.logger.Warn("removing topic directory of an interrupted creation", "topic", name)
+				if err := b.fs.RemoveAll(b.topicPath(name)); err != nil {
+					return fmt.Errorf("broker: remove %s: %w", b.topicPath(name), err)
+				}
+				continue
+			}
+			return fmt.Errorf("broker: topic %s: %w", name, err)
+		}
+		t, err := b.openTopic(name, tm, false)
+		if err != nil {
+			return err
+		}
+		for _, p := range t.parts {
+			maxPID = max(maxPID, p.pids.maxPID)
+		}
+		b.topics[name] = t
+		b.byID[t.id] = t
+	}
+	b.metrics.topics.Set(float64(len(b.topics)))
+	if maxPID >= b.nextPID.Load() {
+		// Ids seen in the logs beyond the reservation (an older data
+		// directory): hand out only later ones.
+		b.nextPID.Store(maxPID + 1)
+	}
+	return nil
+}
+
+// openTopic opens (create: creates) the partitions of a topic described
+// by tm. On error it closes what it opened.
+func (b *Broker) openTopic(name string, tm topicMeta, create bool) (*topic, error) {
+	t := &topic{name: name}
+	id, err := hex.DecodeString(tm.ID)
+	if err != nil || len(id) != 16 {
+		return nil, fmt.Errorf("broker: topic %s: bad id %q", name, tm.ID)
+	}
+	copy(t.id[:], id)
+	if t.conf, err = parseTopicConfig(tm.Configs); err != nil {
+		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
+	}
+	for i := int32(0); i < tm.Partitions; i++ {
+		p, err := b.openPartition(t, i, create)
+		if err != nil {
+			for _, p := range t.parts {
+				p.close()
+			}
+			return nil, err
+		}
+		t.parts = append(t.parts, p)
+	}
+	return t, nil
+}
+
+// openPartition opens one partition's log, rebuilds its producer state
+// and starts its acceptor.
+func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, error) {
+	dir := filepath.Join(b.topicPath(t.name), strconv.Itoa(int(i)))
+	if create {
+		if err := b.fs.MkdirAll(dir); err != nil {
+			return nil, fmt.Errorf("broker: create %s: %w", dir, err)
+		}
+	}
+	l, err := storage.Open(b.fs, dir, t.conf.storage())
+	if err != nil {
+		return nil, fmt.Errorf("broker: open partition %s/%d: %w", t.name, i, err)
+	}
+	if r := l.Recovery(); !create {
+		b.cfg.logger.Debug("partition recovered", "topic", t.name, "partition", i, "report", fmt.Sprintf("%+v", r))
+	}
+	pids := newProducerTable()
+	if err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
+		pids.replay(&h)
+		return nil
+	}); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
+	}
+	acc := acceptor.Start(l, acceptor.Config{Policy: b.cfg.fsync, Metrics: b.accM})
+	return &partition{topic: t.name, index: i, log: l, acc: acc, pids: pids}, nil
+}
+
+// lookup returns a topic by name, or nil.
+func (b *Broker) lookup(name string) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.topics[name]
+}
+
+func (b *Broker) lookupID(id [16]byte) *topic {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.byID[id]
+}
+
+func (b *Broker) partition(name string, idx int32) *partition {
+	t := b.lookup(name)
+	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
+		return nil
+	}
+	return t.parts[idx]
+}
+
+func (b *Broker) partitionExists(name string, idx int32) bool { return b.partition(name, idx) != nil }
+
+// sortedTopics returns every topic, by name.
+func (b *Broker) sortedTopics() []*topic {
+	b.mu.RLock()
+	ts := make([]*topic, 0, len(b.topics))
+	for _, t := range b.topics {
+		ts = append(ts, t)
+	}
+	b.mu.RUnlock()
+	slices.SortFunc(ts, func(a, c *topic) int {
+		switch {
+		case a.name < c.name:
+			return -1
+		case a.name > c.name:
+			return 1
+		}
+		return 0
+	})
+	return ts
+}
+
+// validTopicName applies Kafka's rules: 1-249 characters of [a-zA-Z0-9._-],
+// not "." or "..".
+func validTopicName(name string) error {
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("topic name %q is not allowed", name)
+	}
+	if len(name) > 249 {
+		return fmt.Errorf("topic name is %d characters long, more than 249", len(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("topic name %q holds %q; only ASCII letters, digits, '.', '_' and '-' are allowed", name, r)
+		}
+	}
+	return nil
+}
+
+// codeError is an error carrying a Kafka error code.
+type codeError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *codeError) Error() string { return e.code.Message + ": " + e.msg }
+func (e *codeError) Unwrap() error { return e.code }
+
+func errCode(code *kerr.Error, format string, args ...any) error {
+	return &codeError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// codeOf returns the Kafka error code of err (0 for nil, UNKNOWN_SERVER_ERROR
+// for an error without one).
+func codeOf(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// createTopic creates and publishes a topic. validateOnly checks without
+// creating.
+func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*topic, error) {
+	if err := validTopicName(name); err != nil {
+		return nil, errCode(kerr.InvalidTopicException, "%v", err)
+	}
+	if partitions == -1 {
+		partitions = b.cfg.defaultPartitions
+	}
+	if partitions < 1 || partitions > maxPartitions {
+		return nil, errCode(kerr.InvalidPartitions, "%d partitions; a topic has 1 to %d", partitions, maxPartitions)
+	}
+	if _, err := parseTopicConfig(configs); err != nil {
+		return nil, err
+	}
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	if b.closing.Load() {
+		return nil, errCode(kerr.BrokerNotAvailable, "the broker is shutting down")
+	}
+	if b.lookup(name) != nil {
+		return nil, errCode(kerr.TopicAlreadyExists, "topic %q already exists", name)
+	}
+	if validateOnly {
+		return nil, nil
+	}
+	tm := topicMeta{ID: uuidString(newUUID()), Partitions: partitions, Configs: configs}
+	dir := b.topicPath(name)
+	if err := b.fs.MkdirAll(dir); err != nil {
+		return nil, errCode(kerr.KafkaStorageError, "create %s: %v", dir, err)
+	}
+	t, err := b.openTopic(name, tm, true)
+	if err == nil {
+		err = writeJSON(b.fs, filepath.Join(dir, topicFile), &tm)
+		if err == nil {
+			err = b.fs.SyncDir(filepath.Join(b.cfg.dataDir, topicsDir))
+		}
+		if err != nil {
+			for _, p := range t.parts {
+				p.close()
+			}
+		}
+	}
+	if err != nil {
+		b.fs.RemoveAll(dir)
+		return nil, errCode(kerr.KafkaStorageError, "create topic %s: %v", name, err)
+	}
+	b.mu.Lock()
+	b.topics[name] = t
+	b.byID[t.id] = t
+	b.mu.Unlock()
+	b.metrics.topics.Inc()
+	b.cfg.logger.Info("topic created", "topic", name, "partitions", partitions)
+	return t, nil
+}
+
+// maxPartitions bounds a topic's partition count (each is a directory,
+// open files and a goroutine).
+const maxPartitions = 10000
+
+// autoCreate returns the named topic, creating it when auto-creation is
+// on. It returns nil when the topic does not exist and cannot be created.
+func (b *Broker) autoCreate(name string) (*topic, error) {
+	if t := b.lookup(name); t != nil {
+		return t, nil
+	}
+	if !b.cfg.autoCreate {
+		return nil, errCode(kerr.UnknownTopicOrPartition, "topic %q does not exist and auto-creation is off", name)
+	}
+	t, err := b.createTopic(name, b.cfg.defaultPartitions, nil, false)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		if t := b.lookup(name); t != nil {
+			return t, nil
+		}
+	}
+	return t, err
+}
+
+// deleteTopic unpublishes a topic, stops its partitions and removes its
+// files.
+func (b *Broker) deleteTopic(name string) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	b.mu.Lock()
+	t := b.topics[name]
+	if t != nil {
+		delete(b.topics, name)
+		delete(b.byID, t.id)
+	}
+	b.mu.Unlock()
+	if t == nil {
+		return errCode(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	b.metrics.topics.Dec()
+	var errs []error
+	for _, p := range t.parts {
+		if err := p.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Move the directory aside first (atomic), so a crash never leaves a
+	// half-removed topic that would load again.
+	del := filepath.Join(b.cfg.dataDir, deletedDir)
+	aside := filepath.Join(del, name+"."+uuidString(t.id))
+	if err := b.fs.MkdirAll(del); err != nil {
+		errs = append(errs, err)
+	} else if err := b.fs.Rename(b.topicPath(name), aside); err != nil {
+		errs = append(errs, err)
+	} else {
+		if err := b.fs.SyncDir(filepath.Join(b.cfg.dataDir, topicsDir)); err != nil {
+			errs = append(errs, err)
+		}
+		if err := b.fs.RemoveAll(aside); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.cfg.logger.Info("topic deleted", "topic", name)
+	if err := errors.Join(errs...); err != nil {
+		return errCode(kerr.KafkaStorageError, "delete topic %s: %v", name, err)
+	}
+	return nil
+}
+
+// addPartitions grows a topic to count partitions.
+func (b *Broker) addPartitions(name string, count int32, validateOnly bool) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t := b.lookup(name)
+	if t == nil {
+		return errCode(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	have := int32(len(t.parts))
+	switch {
+	case count < have:
+		return errCode(kerr.InvalidPartitions, "topic %q has %d partitions; partitions cannot be removed", name, have)
+	case count == have:
+		return errCode(kerr.InvalidPartitions, "topic %q already has %d partitions", name, have)
+	case count > maxPartitions:
+		return errCode(kerr.InvalidPartitions, "%d partitions; a topic has at most %d", count, maxPartitions)
+	}
+	if validateOnly {
+		return nil
+	}
+	nt := &topic{name: t.name, id: t.id, conf: t.conf, parts: slices.Clone(t.parts)}
+	for i := have; i < count; i++ {
+		p, err := b.openPartition(nt, i, true)
+		if err != nil {
+			for _, p := range nt.parts[have:] {
+				p.close()
+			}
+			return errCode(kerr.KafkaStorageError, "%v", err)
+		}
+		nt.parts = append(nt.parts, p)
+	}
+	tm := topicMeta{ID: uuidString(t.id), Partitions: count, Configs: t.conf.explicit}
+	if err := writeJSON(b.fs, filepath.Join(b.topicPath(name), topicFile), &tm); err != nil {
+		for _, p := range nt.parts[have:] {
+			p.close()
+		}
+		return errCode(kerr.KafkaStorageError, "%v", err)
+	}
+	b.mu.Lock()
+	b.topics[name] = nt
+	b.byID[nt.id] = nt
+	b.mu.Unlock()
+	b.cfg.logger.Info("partitions added", "topic", name, "partitions", count)
+	return nil
+}
+
+// allocPID returns a new producer id, reserving a new block in
+// cluster.json when the current one is used up.
+func (b *Broker) allocPID() (int64, error) {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	id := b.nextPID.Load()
+	if id >= b.cluster.PIDLimit {
+		c := b.cluster
+		c.PIDLimit = id + pidBlock
+		if err := writeJSON(b.fs, filepath.Join(b.cfg.dataDir, clusterFile), &c); err != nil {
+			return 0, err
+		}
+		b.cluster = c
+	}
+	b.nextPID.Store(id + 1)
+	return id, nil
+}
+
+// writeJSON writes v to name atomically and durably: a temporary file,
+// fsynced, renamed into place, then the directory fsynced.
+func writeJSON(fs vfs.FS, name string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	data = append(data, '\n')
+	tmp := name + ".tmp"
+	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", tmp, err)
+	}
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := fs.Rename(tmp, name); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	if err := fs.SyncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("sync directory of %s: %w", name, err)
+	}
+	return nil
+}
+
+// readJSON reads a file written by writeJSON. A missing file gives an
+// error matching os.ErrNotExist.
+func readJSON(fs vfs.FS, name string, v any) error {
+	f, err := fs.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", name, err)
+	}
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", name, err)
+	}
+	return nil
+}
