@@ -1,0 +1,102 @@
+package producer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Opt configures a BatchProducer. Options are built by the functions in
+// this file and applied in order by New.
+type Opt interface {
+	apply(*cfg)
+}
+
+type opt struct{ fn func(*cfg) }
+
+func (o opt) apply(c *cfg) { o.fn(c) }
+
+// DefaultMaxBatchBytes is the default MaxBatchBytes: 1 MiB, under Kafka's
+// default message.max.bytes (1048588).
+const DefaultMaxBatchBytes = 1 << 20
+
+type cfg struct {
+	linger        time.Duration
+	adaptive      bool
+	maxBatchBytes int
+	compression   kgo.CompressionCodec
+	maxInFlight   int
+	sink          Sink
+}
+
+func defaultCfg() cfg {
+	return cfg{
+		linger:        5 * time.Millisecond,
+		adaptive:      true,
+		maxBatchBytes: DefaultMaxBatchBytes,
+		compression:   kgo.NoCompression(),
+	}
+}
+
+func (c *cfg) validate() error {
+	if c.sink == nil {
+		return errors.New("producer: no sink configured (use WithSink)")
+	}
+	if c.linger < 0 {
+		return fmt.Errorf("producer: negative linger %v", c.linger)
+	}
+	if c.maxBatchBytes < 128 {
+		return fmt.Errorf("producer: MaxBatchBytes %d is below the minimum of 128", c.maxBatchBytes)
+	}
+	if c.maxInFlight < 0 {
+		return fmt.Errorf("producer: negative MaxInFlight %d", c.maxInFlight)
+	}
+	if _, err := kgo.DefaultCompressor(c.compression); err != nil {
+		return fmt.Errorf("producer: compression: %w", err)
+	}
+	return nil
+}
+
+// WithSink sets where batches are written. There is no default; New fails
+// without a sink.
+func WithSink(s Sink) Opt { return opt{func(c *cfg) { c.sink = s }} }
+
+// Linger sets how long the first caller of a batch waits for other inputs
+// to join it before flushing it, like Kafka's linger.ms. A batch is flushed
+// sooner when it fills up, on Flush, and (with AdaptiveLinger) when every
+// caller inside Produce has joined it. Zero flushes every batch as soon as
+// its first caller has pushed. Default 5ms.
+func Linger(d time.Duration) Opt { return opt{func(c *cfg) { c.linger = d }} }
+
+// AdaptiveLinger, when on, ends a batch's linger as soon as every caller
+// currently inside Produce has its input in that batch: nobody else can join
+// it, so waiting longer only adds latency. A lone caller's input is
+// therefore sent at once (one round trip), while under concurrency batches
+// fill as they would without it. When off, the first caller always waits the
+// full Linger unless the batch fills or Flush is called. Default on.
+func AdaptiveLinger(on bool) Opt { return opt{func(c *cfg) { c.adaptive = on }} }
+
+// MaxBatchBytes bounds the size of one encoded RecordBatch (header and
+// records, before compression) built by the RecordAggregator of
+// NewRecordProducer; like Kafka's batch.size, it must not exceed the
+// broker's message.max.bytes. Custom aggregators enforce their own limits.
+// Default DefaultMaxBatchBytes (1 MiB).
+func MaxBatchBytes(n int) Opt { return opt{func(c *cfg) { c.maxBatchBytes = n }} }
+
+// Compression sets the codec, like Kafka's compression.type, that sinks
+// which encode RecordBatches themselves (InProcessSink) use. KafkaSink
+// leaves compression to its kgo.Client (kgo.ProducerBatchCompression).
+// Default kgo.NoCompression().
+func Compression(codec kgo.CompressionCodec) Opt {
+	return opt{func(c *cfg) { c.compression = codec }}
+}
+
+// MaxInFlight bounds how many batches may be written to the sink at once,
+// like Kafka's max.in.flight.requests.per.connection. When the limit is
+// reached, the caller that must flush the next batch blocks (honouring its
+// context) and that batch keeps filling until it is full; then later callers
+// block too. This is the producer's back-pressure. Zero means unbounded: a
+// full or lingered batch is always flushed at once. Default 0.
+func MaxInFlight(n int) Opt { return opt{func(c *cfg) { c.maxInFlight = n }} }

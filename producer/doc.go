@@ -1,0 +1,64 @@
+// Package producer is a batching producer for one topic partition of a
+// Kafka-compatible log (Sluice, Kafka, Redpanda).
+//
+// Many goroutines call Produce(ctx, input) at once. Their inputs are
+// aggregated into batches under a short mutex, each batch is written to a
+// Sink by a background goroutine while the next batch fills, and every
+// caller gets back its own status (by default, its record's offset).
+//
+// # How the pieces interact
+//
+//	 callers (any number of goroutines)
+//	   │ Produce(ctx, in)
+//	   ▼
+//	┌──────────── engine.mu (held only for the steps inside this box) ─────────┐
+//	│  Aggregator.TryPush(in) ──► tag                                          │
+//	│    ok                → join engine.cur (the batch being filled)          │
+//	│    ErrNoCapacity     → leave the box, seal the full batch, push again    │
+//	│  seal: cur = new batch; close(sealed); Aggregator.Flush() ──► records,   │
+//	│        deaggregator; start a send goroutine                              │
+//	└──────────────────────────────────────────────────────────────────────────┘
+//	   │ first caller of a batch             │ every other caller
+//	   ▼                                     ▼
+//	 linger: wait for Linger, or for       wait on batch.done only: no
+//	 every active caller to join           mutex, no timer
+//	 (AdaptiveLinger), or for the
+//	 batch to be sealed by someone
+//	 else; then take an in-flight
+//	 slot (MaxInFlight) and seal it
+//	   │                                     ▲
+//	   ▼                                     │ close(done): the result is
+//	 send goroutine (one per batch,          │ broadcast once to every waiter
+//	 several may run at once):               │
+//	   Sink.Produce(records) ──► offsets ────┘
+//	   release the in-flight slot
+//	   │
+//	   ▼
+//	 each caller, in its own goroutine:
+//	   StatusDeaggregator.Deaggregate(offsets, tag) ──► status
+//
+// Batch states: filling (engine.cur) → sealed (Aggregator.Flush done, send
+// goroutine started, listed in engine.inflight) → done (result published).
+// Flush seals the current batch at once and waits for every batch in
+// flight; Close does the same after refusing new input.
+//
+// # Failure and cancellation
+//
+// A panic or an error in TryPush fails only the input being pushed; in
+// Flush or in the Sink, only the inputs of that batch; in Deaggregate, only
+// that input. The producer keeps working for later inputs. Errors are typed:
+// ErrClosed, ErrTooLarge, *AggregatorError, *SinkError, with *PanicError
+// behind a recovered panic.
+//
+// A caller whose context is done returns at once. If its input was already
+// in a batch, the batch is still written (so the input may be produced);
+// if the caller was the batch's lingerer, a goroutine finishes the linger
+// in its place.
+//
+// # Sinks
+//
+// KafkaSink produces through a franz-go client to any Kafka-compatible
+// cluster. InProcessSink encodes each batch as one RecordBatch and appends
+// it to an embedded Sluice broker without the network. Users may write
+// their own Sink.
+package producer

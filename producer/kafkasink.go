@@ -1,0 +1,64 @@
+package producer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// KafkaSink writes batches to a topic partition of any Kafka-compatible
+// cluster (Sluice, Kafka, Redpanda) through a franz-go client.
+//
+// The client must be built with kgo.RecordPartitioner(kgo.ManualPartitioner())
+// so that records go to the sink's partition; a record the client routed
+// elsewhere fails its batch. The client batches, compresses
+// (kgo.ProducerBatchCompression), retries and, by default, produces
+// idempotently, so the offsets returned are those the records were written
+// at exactly once. The sink does not own the client and never closes it.
+type KafkaSink struct {
+	cl        *kgo.Client
+	topic     string
+	partition int32
+}
+
+// NewKafkaSink returns a sink that produces to topic's partition through cl.
+func NewKafkaSink(cl *kgo.Client, topic string, partition int32) *KafkaSink {
+	return &KafkaSink{cl: cl, topic: topic, partition: partition}
+}
+
+// Produce writes the batch's records with one ProduceSync call and returns
+// each record's offset. The client may send them in more than one request;
+// on an error, records of the batch may have been written.
+func (s *KafkaSink) Produce(ctx context.Context, b Batch) ([]int64, error) {
+	krs := make([]kgo.Record, len(b.Records))
+	ptrs := make([]*kgo.Record, len(b.Records))
+	for i := range b.Records {
+		r := &b.Records[i]
+		kr := &krs[i]
+		kr.Topic = s.topic
+		kr.Partition = s.partition
+		kr.Key = r.Key
+		kr.Value = r.Value
+		kr.Timestamp = r.Timestamp
+		if len(r.Headers) > 0 {
+			kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
+			for j, h := range r.Headers {
+				kr.Headers[j] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			}
+		}
+		ptrs[i] = kr
+	}
+	results := s.cl.ProduceSync(ctx, ptrs...)
+	if err := results.FirstErr(); err != nil {
+		return nil, err
+	}
+	offsets := make([]int64, len(krs))
+	for i := range krs {
+		if krs[i].Partition != s.partition {
+			return nil, fmt.Errorf("record %d went to partition %d, not %d: the kgo.Client must use kgo.ManualPartitioner", i, krs[i].Partition, s.partition)
+		}
+		offsets[i] = krs[i].Offset
+	}
+	return offsets, nil
+}
