@@ -108,6 +108,12 @@ func (a *Acceptor) Append(ctx context.Context, req *Request) (Result, error) {
 		return Result{}, ErrClosed
 	}
 	select {
+	case a.queue <- w: // fast path: room in the queue
+		a.sendMu.RUnlock()
+		return a.await(ctx, w)
+	default:
+	}
+	select {
 	case a.queue <- w:
 		a.sendMu.RUnlock()
 	case <-ctx.Done():
@@ -120,10 +126,20 @@ func (a *Acceptor) Append(ctx context.Context, req *Request) (Result, error) {
 		return Result{}, ErrClosed
 	}
 
+	return a.await(ctx, w)
+}
+
+// await waits for a queued append to be released, or for ctx to end.
+func (a *Acceptor) await(ctx context.Context, w *waiter) (Result, error) {
+	done := ctx.Done()
+	if done == nil { // a context that never ends: skip the select
+		<-w.done
+		return a.finish(w)
+	}
 	select {
 	case <-w.done: // always sigFinal: only an abandoning caller gets sigFreed
 		return a.finish(w)
-	case <-ctx.Done():
+	case <-done:
 		return a.abandon(ctx, w)
 	}
 }

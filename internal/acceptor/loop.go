@@ -76,10 +76,14 @@ func (a *Acceptor) loop() {
 				return
 			}
 		}
-		// Under sustained load the queue never empties: poll the tickers.
+		// Under sustained load the queue never empties: poll the tickers
+		// (single-case selects with default are cheap non-blocking receives).
 		select {
 		case <-flushC:
 			r.onFlushTick()
+		default:
+		}
+		select {
 		case <-r.retainTick:
 			r.retention()
 		default:

@@ -59,8 +59,12 @@ type Result struct {
 	Duplicate  bool  // Check reported a duplicate; nothing was written
 }
 
-// countRecords validates the batches of req (header, magic, CRC32C,
-// lengths) and returns the number of offsets they take.
+// countRecords validates req's batches (header, magic 2, length within
+// the request, CRC32C, lastOffsetDelta not negative) and returns the
+// number of offsets they take. The CRC is checked here, although the
+// caller validated the batches and storage.Log.Append checks it again,
+// so that one bad request fails alone: a bad batch that reached a
+// coalesced write would stop the whole partition.
 func countRecords(req *Request) (int64, error) {
 	if len(req.Batches) == 0 {
 		return 0, fmt.Errorf("%w: no batches", ErrBadRequest)

@@ -1,0 +1,163 @@
+package acceptor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"sluice/internal/storage"
+	"sluice/internal/storage/storagetest"
+	"sluice/internal/vfs"
+)
+
+// Benchmarks run on the real disk: in SLUICE_BENCH_DIR if set, else in
+// the test's temporary directory (TMPDIR).
+//
+//	go test ./internal/acceptor -run '^$' -bench . -benchtime 3s
+
+// countingLog counts the writes and fsyncs the acceptor makes.
+type countingLog struct {
+	*storage.Log
+	writes, syncs atomic.Int64
+}
+
+func (c *countingLog) Append(b []byte) error { c.writes.Add(1); return c.Log.Append(b) }
+func (c *countingLog) Sync() error           { c.syncs.Add(1); return c.Log.Sync() }
+
+func benchDir(b *testing.B) string {
+	if d := os.Getenv("SLUICE_BENCH_DIR"); d != "" {
+		dir, err := os.MkdirTemp(d, "acceptor-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	return b.TempDir()
+}
+
+// batchOfSize returns one valid batch of exactly size bytes.
+func batchOfSize(size int) []byte {
+	vs := size
+	for range 8 {
+		bt := storagetest.MakeBatch(1, vs, 1)
+		if len(bt) == size {
+			return bt
+		}
+		vs -= len(bt) - size
+	}
+	panic(fmt.Sprintf("no batch of %d bytes", size))
+}
+
+func sizeName(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// BenchmarkAcceptor pushes b.N appends of one size through the real queue
+// from a pool of goroutines (each waits only for its append to be written,
+// so many are in flight, as in the seed's bench_wal_acceptor_throughput),
+// then waits for the final durable offset (the high watermark). fsync=true
+// is FsyncAlways, fsync=false FsyncNever; coalesce=false is NoCoalesce,
+// one write per append.
+func BenchmarkAcceptor(b *testing.B) {
+	for _, size := range []int{1 << 10, 8 << 10, 128 << 10, 1 << 20} {
+		for _, fsync := range []bool{true, false} {
+			for _, coalesce := range []bool{true, false} {
+				b.Run(fmt.Sprintf("size=%s/fsync=%v/coalesce=%v", sizeName(size), fsync, coalesce), func(b *testing.B) {
+					benchAcceptor(b, size, fsync, coalesce)
+				})
+			}
+		}
+	}
+}
+
+func benchAcceptor(b *testing.B, size int, fsync, coalesce bool) {
+	dir := benchDir(b)
+	l, err := storage.Open(vfs.OS(), dir, storage.Config{RetentionAge: -1, SegmentAge: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl := &countingLog{Log: l}
+	cfg := Config{NoCoalesce: !coalesce, RetentionCheck: -1}
+	if !fsync {
+		cfg.Policy = FsyncNever
+	}
+	a := start(cl, cfg)
+	tmpl := batchOfSize(size)
+	// Keep about 8 MiB in flight (at most a full queue).
+	workers := min(DefaultQueueSize, max(4, (8<<20)/size))
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	cl.writes.Store(0)
+	cl.syncs.Store(0)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := &Request{Batches: append([]byte(nil), tmpl...), Records: 1}
+			for n.Add(1) <= int64(b.N) {
+				if _, err := a.Append(context.Background(), req); err != nil {
+					failed.Store(&err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	final := int64(b.N)
+	for {
+		ch := a.HWChanged()
+		if a.HighWatermark() >= final {
+			break
+		}
+		<-ch
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/float64(max(1, cl.syncs.Load())), "appends/fsync")
+	b.ReportMetric(float64(b.N)/float64(max(1, cl.writes.Load())), "appends/write")
+	if err := a.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkRawDisk is the baseline: sequential 1 MiB writes to one file,
+// each followed by fdatasync, through the same vfs.OS file as the log.
+func BenchmarkRawDisk(b *testing.B) {
+	dir := benchDir(b)
+	fs := vfs.OS()
+	f, err := fs.Create(dir + "/raw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
