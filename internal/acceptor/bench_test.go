@@ -70,14 +70,27 @@ func BenchmarkAcceptor(b *testing.B) {
 		for _, fsync := range []bool{true, false} {
 			for _, coalesce := range []bool{true, false} {
 				b.Run(fmt.Sprintf("size=%s/fsync=%v/coalesce=%v", sizeName(size), fsync, coalesce), func(b *testing.B) {
-					benchAcceptor(b, size, fsync, coalesce)
+					benchAcceptor(b, size, fsync, coalesce, false)
 				})
 			}
 		}
 	}
 }
 
-func benchAcceptor(b *testing.B, size int, fsync, coalesce bool) {
+// BenchmarkAcceptorAcksAll is BenchmarkAcceptor with FsyncAlways and
+// Durable appends: each producer goroutine waits for the fsync covering
+// its append before sending the next, as acks=all produce requests do.
+func BenchmarkAcceptorAcksAll(b *testing.B) {
+	for _, size := range []int{1 << 10, 128 << 10} {
+		for _, coalesce := range []bool{true, false} {
+			b.Run(fmt.Sprintf("size=%s/coalesce=%v", sizeName(size), coalesce), func(b *testing.B) {
+				benchAcceptor(b, size, true, coalesce, true)
+			})
+		}
+	}
+}
+
+func benchAcceptor(b *testing.B, size int, fsync, coalesce, durable bool) {
 	dir := benchDir(b)
 	l, err := storage.Open(vfs.OS(), dir, storage.Config{RetentionAge: -1, SegmentAge: -1})
 	if err != nil {
@@ -104,7 +117,7 @@ func benchAcceptor(b *testing.B, size int, fsync, coalesce bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := &Request{Batches: append([]byte(nil), tmpl...), Records: 1}
+			req := &Request{Batches: append([]byte(nil), tmpl...), Records: 1, Durable: durable}
 			for n.Add(1) <= int64(b.N) {
 				if _, err := a.Append(context.Background(), req); err != nil {
 					failed.Store(&err)

@@ -12,7 +12,7 @@
 //	              ├─ more requests queued, or buffer not empty: copy into the coalescing
 //	              │  buffer (Config.BufferSize, reused); a full buffer is written first and
 //	              │  the append starts the emptied buffer
-//	              ├─ larger than the buffer, Config.NoCoalesce, or nothing else waiting:
+//	              ├─ at least the buffer's size, Config.NoCoalesce, or nothing else waiting:
 //	              │  written as-is (after the buffer), never copied
 //	              ▼
 //	           queue empty ──> write the buffer (no fsync) ──> next turn, queue still

@@ -177,9 +177,10 @@ func (r *runState) handle(w *waiter) {
 
 	n := len(req.Batches)
 	switch {
-	case r.cfg.NoCoalesce, n > cap(r.buf), len(r.pending) == 0 && len(r.a.queue) == 0:
-		// Written as-is: coalescing is off, the append is larger than the
-		// buffer, or nothing else is waiting to share a write with it.
+	case r.cfg.NoCoalesce, n >= cap(r.buf), len(r.pending) == 0 && len(r.a.queue) == 0:
+		// Written as-is: coalescing is off, the append would fill the
+		// buffer on its own, or nothing else is waiting to share a write
+		// with it.
 		if len(r.pending) > 0 {
 			r.write(r.buf)
 			if r.failed != nil {
