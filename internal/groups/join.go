@@ -9,8 +9,9 @@ package groups
 //     session timeout and the rebalance waits for it.
 //   - A static member (group.instance.id, v5+) that rejoins with an
 //     unknown member id takes over its old member's place: in a Stable
-//     group whose protocol it still supports it gets its old assignment
-//     without a rebalance; the old member id is fenced (FENCED_INSTANCE_ID).
+//     group whose selected protocol it still offers (its metadata may
+//     differ) it gets its old assignment without a rebalance; the old
+//     member id is fenced (FENCED_INSTANCE_ID).
 //   - A rebalance completes when every member has rejoined, or at the
 //     largest rebalance timeout, when members that did not rejoin are
 //     removed. Members waiting in JoinGroup or SyncGroup do not expire.
@@ -130,6 +131,7 @@ func (c *Coordinator) joinNewLocked(g *group, j *joinReq) {
 	}
 	id := newMemberID(j.cl.ID)
 	if j.instance != "" {
+		id = newMemberID(j.instance) // as Kafka names static members
 		if old, ok := g.static[j.instance]; ok {
 			c.replaceStaticLocked(g, g.members[old], id, j)
 			return
@@ -244,7 +246,10 @@ func (c *Coordinator) replaceStaticLocked(g *group, old *member, id string, j *j
 	if g.leader == old.id {
 		g.leader = id
 	}
-	if g.state == stateStable && sameProtocols(old.protocols, j.req.Protocols) {
+	if g.state == stateStable && offers(j.req.Protocols, g.protocol) {
+		// As in Kafka, only the selected protocol must survive: the new
+		// incarnation's metadata (its owned partitions) may differ.
+		m.protocols = j.req.Protocols
 		m.clientID, m.clientHost = j.cl.ID, j.cl.Host
 		m.session, m.rebalance = j.session, j.rebalance
 		c.heartbeatLocked(g, m)
@@ -755,4 +760,14 @@ func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMemb
 		c.afterRemovalLocked(g)
 	}
 	return codes
+}
+
+// offers reports whether protocols include name.
+func offers(protocols []kmsg.JoinGroupRequestProtocol, name string) bool {
+	for _, p := range protocols {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
 }
