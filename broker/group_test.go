@@ -429,9 +429,9 @@ func joinStorm(t testing.TB, addr string, round, groups, members int) time.Durat
 
 func TestGroupJoinStormKgo(t *testing.T) {
 	b := startGroupBroker(t, t.TempDir())
-	groups := 100
+	groups := 30 // BenchmarkGroupJoinStormKgo runs the full 100
 	if testing.Short() {
-		groups = 20
+		groups = 10
 	}
 	d := joinStorm(t, b.Addr(), 0, groups, 3)
 	t.Logf("%d groups x 3 kgo members stable in %v", groups, d)
