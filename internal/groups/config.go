@@ -48,7 +48,8 @@ type Config struct {
 	MaxMetadataBytes int
 	// PartitionExists, if set, says whether a topic partition exists;
 	// commits to one that does not get UNKNOWN_TOPIC_OR_PARTITION. nil
-	// accepts every partition.
+	// accepts every partition. It is called with a group's lock held, so
+	// it must not call into the Coordinator.
 	PartitionExists func(topic string, partition int32) bool
 	// CompactMinRecords: the internal log is compacted when it holds more
 	// than this many records and more than twice as many as are live.

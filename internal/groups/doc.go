@@ -34,5 +34,6 @@
 // No store call is made holding Coordinator.mu or a group.mu: a write's
 // effect on memory is applied by the apply callback the store runs after
 // the write is durable. Waiters' reply callbacks run under group.mu and
-// never block.
+// never block. Config.PartitionExists runs under group.mu, after it in
+// the order (the broker's topic lock).
 package groups

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -73,14 +74,17 @@ func TestPersistOffsetsAndGroupAcrossReopen(t *testing.T) {
 	if r := c.DeleteGroups(nil, &kmsg.DeleteGroupsRequest{Groups: []string{"gone"}}); r.Groups[0].ErrorCode != 0 {
 		t.Fatal("delete failed")
 	}
+	// A crash right now, with the coordinator still running, keeps every
+	// acknowledged commit: each was fsynced before its reply.
+	crashed := fs.CrashClone(vfs.CrashOptions{Tear: true, Rand: rand.New(rand.NewPCG(1, 2))})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	for _, crash := range []bool{false, true} {
-		rfs := fs
+		rfs := vfs.FS(fs)
 		if crash {
-			rfs = fs.CrashClone(vfs.CrashOptions{Tear: true, Rand: rand.New(rand.NewPCG(1, 2))})
+			rfs = crashed
 		}
 		c2 := openLog(t, rfs, clock, nil)
 		if got := fetchAll(t, c2, "g"); len(got) != 3 || got[tp{"t", 2}] != 30 {
@@ -203,4 +207,20 @@ func equalOffsets(a, b map[tp]int64) bool {
 		}
 	}
 	return true
+}
+
+func TestCommitFailsWhenTheDiskFails(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	c := openLog(t, fs, clock, nil)
+	mustCommit(t, c, commitReq("g", "", -1, "t", 1))
+	// Every fsync from now on fails: the commit is not acknowledged.
+	fs.Inject(vfs.FailNth(vfs.OpSync, fs.Ops(vfs.OpSync)+1, syscall.EIO, true))
+	resp := c.OffsetCommit(nil, commitReq("g", "", -1, "t", 2))
+	if got := resp.Topics[0].Partitions[0].ErrorCode; got != errCoordinatorNotAvailable {
+		t.Fatalf("commit on a failing disk: code %d", got)
+	}
+	if got := fetchAll(t, c, "g")[tp{"t", 0}]; got != 1 {
+		t.Fatalf("offset after a failed commit: %d, want 1", got)
+	}
+	_ = c.Close() // reports the failed log
 }
