@@ -1,4 +1,4 @@
-package broker
+package broker_test
 
 import (
 	"context"
@@ -11,21 +11,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/broker"
+	"sluice/broker/brokertest"
 )
 
-// startGroupBroker starts a broker on a random port over dir.
-func startGroupBroker(t testing.TB, dir string) *Broker {
+// startGroupBroker starts a broker over dir ("" for a fresh one).
+func startGroupBroker(t testing.TB, dir string) *broker.Broker {
 	t.Helper()
-	b, err := New(DataDir(dir), ListenAddr("127.0.0.1:0"))
-	if err != nil {
-		t.Fatal(err)
+	if dir == "" {
+		return brokertest.Start(t)
 	}
-	if err := b.Start(); err != nil {
-		b.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return brokertest.Start(t, broker.DataDir(dir))
 }
 
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
@@ -152,7 +149,7 @@ func describe(t testing.TB, cl *kgo.Client, group string) kadm.DescribedGroup {
 }
 
 func TestGroupConsumersExactlyOnceAcrossRebalances(t *testing.T) {
-	b := startGroupBroker(t, t.TempDir())
+	b := startGroupBroker(t, "")
 	admin := newClient(t, b.Addr())
 	createTopic(t, admin, "events", 6)
 	s := &seen{n: map[string]int{}}
@@ -268,7 +265,7 @@ func TestGroupCommittedOffsetsSurviveRestart(t *testing.T) {
 }
 
 func TestGroupSessionTimeoutRemovesSilentMember(t *testing.T) {
-	b := startGroupBroker(t, t.TempDir())
+	b := startGroupBroker(t, "")
 	admin := newClient(t, b.Addr())
 	createTopic(t, admin, "t", 4)
 	s := &seen{n: map[string]int{}}
@@ -326,19 +323,39 @@ func TestGroupSessionTimeoutRemovesSilentMember(t *testing.T) {
 }
 
 func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
-	b := startGroupBroker(t, t.TempDir())
+	b := startGroupBroker(t, "")
 	admin := newClient(t, b.Addr())
 	createTopic(t, admin, "t", 4)
 	s := &seen{n: map[string]int{}}
 	a := startConsumer(t, b.Addr(), "g", "t", s, kgo.InstanceID("a"))
 	bc := startConsumer(t, b.Addr(), "g", "t", s, kgo.InstanceID("b"))
 	defer bc.close()
-	waitFor(t, "2 stable members", func() bool {
+	// Wait for the group to settle: cooperative-sticky finishes with a
+	// second rebalance that hands out the partitions revoked in the first.
+	var genB int32
+	waitFor(t, "the group to settle", func() bool {
 		d := describe(t, admin, "g")
-		return d.State == "Stable" && len(d.Members) == 2
+		if d.State != "Stable" || len(d.Members) != 2 {
+			return false
+		}
+		n := 0
+		for _, m := range d.Members {
+			if ca, ok := m.Assigned.AsConsumer(); ok {
+				for _, tp := range ca.Topics {
+					n += len(tp.Partitions)
+				}
+			}
+		}
+		_, ga := a.cl.GroupMetadata()
+		_, gb := bc.cl.GroupMetadata()
+		if n != 4 || ga != gb || gb != genB {
+			genB = gb
+			return false
+		}
+		time.Sleep(300 * time.Millisecond) // several heartbeats: still the same generation?
+		_, gb = bc.cl.GroupMetadata()
+		return gb == genB
 	})
-	waitFor(t, "b to be assigned", func() bool { _, g := bc.cl.GroupMetadata(); return g > 0 })
-	_, genB := bc.cl.GroupMetadata()
 	before := describe(t, admin, "g")
 
 	a.close() // a static member does not leave on close
@@ -428,7 +445,7 @@ func joinStorm(t testing.TB, addr string, round, groups, members int) time.Durat
 }
 
 func TestGroupJoinStormKgo(t *testing.T) {
-	b := startGroupBroker(t, t.TempDir())
+	b := startGroupBroker(t, "")
 	groups := 30 // BenchmarkGroupJoinStormKgo runs the full 100
 	if testing.Short() {
 		groups = 10
@@ -440,7 +457,7 @@ func TestGroupJoinStormKgo(t *testing.T) {
 // BenchmarkGroupJoinStormKgo: one op is a storm of 100 groups × 3 kgo
 // consumers joining at once, until every group is Stable.
 func BenchmarkGroupJoinStormKgo(b *testing.B) {
-	br := startGroupBroker(b, b.TempDir())
+	br := startGroupBroker(b, "")
 	round := 0
 	for b.Loop() {
 		round++
