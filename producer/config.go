@@ -18,9 +18,10 @@ type opt struct{ fn func(*cfg) }
 
 func (o opt) apply(c *cfg) { o.fn(c) }
 
-// DefaultMaxBatchBytes is the default MaxBatchBytes: 1 MiB, under Kafka's
-// default message.max.bytes (1048588).
-const DefaultMaxBatchBytes = 1 << 20
+// DefaultMaxBatchBytes is the default MaxBatchBytes: 1,000,000 bytes, under
+// both Kafka's default message.max.bytes (1048588) and the older topic
+// default max.message.bytes (1000012) that franz-go assumes.
+const DefaultMaxBatchBytes = 1_000_000
 
 type cfg struct {
 	linger        time.Duration
@@ -82,7 +83,7 @@ func AdaptiveLinger(on bool) Opt { return opt{func(c *cfg) { c.adaptive = on }} 
 // records, before compression) built by the RecordAggregator of
 // NewRecordProducer; like Kafka's batch.size, it must not exceed the
 // broker's message.max.bytes. Custom aggregators enforce their own limits.
-// Default DefaultMaxBatchBytes (1 MiB).
+// Default DefaultMaxBatchBytes (1,000,000).
 func MaxBatchBytes(n int) Opt { return opt{func(c *cfg) { c.maxBatchBytes = n }} }
 
 // Compression sets the codec, like Kafka's compression.type, that sinks
