@@ -1,9 +1,11 @@
 package groups
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -223,4 +225,44 @@ func TestCommitFailsWhenTheDiskFails(t *testing.T) {
 		t.Fatalf("offset after a failed commit: %d, want 1", got)
 	}
 	_ = c.Close() // reports the failed log
+}
+
+func TestConcurrentCommitsAcrossCompactions(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	small := func(c *Config) { c.CompactMinRecords = 64 }
+	c := openLog(t, fs, clock, small)
+	const writers, rounds = 4, 150
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			group := fmt.Sprintf("g%d", w)
+			for i := 0; i < rounds; i++ {
+				req := commitReq(group, "", -1, "t")
+				req.Topics[0].Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: int32(i % 3), Offset: int64(i)}}
+				if code := c.OffsetCommit(nil, req).Topics[0].Partitions[0].ErrorCode; code != 0 {
+					t.Errorf("commit: %d", code)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if c.st.(*logStore).seq < 2 {
+		t.Fatal("no compaction ran")
+	}
+	want := map[tp]int64{{"t", 0}: rounds - 3, {"t", 1}: rounds - 2, {"t", 2}: rounds - 1}
+	check := func(c *Coordinator, what string) {
+		for w := 0; w < writers; w++ {
+			if got := fetchAll(t, c, fmt.Sprintf("g%d", w)); !equalOffsets(got, want) {
+				t.Fatalf("%s: group g%d offsets %v, want %v", what, w, got, want)
+			}
+		}
+	}
+	check(c, "live")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(openLog(t, fs, clock, small), "reopened")
 }

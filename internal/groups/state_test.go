@@ -350,3 +350,63 @@ func TestCloseReleasesWaiters(t *testing.T) {
 		t.Fatalf("heartbeat after Close: %d", got)
 	}
 }
+
+func TestPendingMemberIDExpires(t *testing.T) {
+	h := newHarness(t, nil)
+	ids, gen := h.stableGroup("g", 1)
+	// A new member gets its id but never comes back; the leader rejoins.
+	r := h.join("g", "", joinOpt{}).get()
+	if r.ErrorCode != errMemberIDRequired {
+		t.Fatalf("first join: %+v", r)
+	}
+	h.c.LeaveGroup(nil, &kmsg.LeaveGroupRequest{Version: 1, Group: "g", MemberID: "x"}) // no effect
+	lj := h.join("g", ids[0], joinOpt{})
+	// The leader's rejoin of a Stable group rebalances; the pending id
+	// holds the join open for its session timeout (10 s).
+	if lj.get() != nil {
+		t.Fatal("rebalance completed while a member id was pending")
+	}
+	h.clock.Advance(10 * time.Second)
+	if r := lj.get(); r == nil || r.ErrorCode != 0 || r.Generation != gen+1 || len(r.Members) != 1 {
+		t.Fatalf("join after the pending id expired: %+v", r)
+	}
+}
+
+func TestInitialRebalanceDelay(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.InitialRebalanceDelay = 3 * time.Second })
+	_, a := h.newMember("g", joinOpt{})
+	h.clock.Advance(time.Second)
+	_, b := h.newMember("g", joinOpt{})
+	if a.get() != nil || b.get() != nil {
+		t.Fatal("an empty group's first rebalance completed before its initial delay")
+	}
+	h.clock.Advance(2 * time.Second)
+	ra, rb := a.get(), b.get()
+	if ra == nil || rb == nil || ra.Generation != 1 || rb.Generation != 1 {
+		t.Fatalf("after the delay both members share generation 1: %+v %+v", ra, rb)
+	}
+}
+
+func TestEmptiedGroupPersistsEmpty(t *testing.T) {
+	h := newHarness(t, nil)
+	ids, gen := h.stableGroup("g", 2)
+	if got := h.commit("g", ids[0], gen, "t", 0, 42); got != 0 {
+		t.Fatal(got)
+	}
+	// Reopened while Stable, the group keeps its members.
+	h.reopen()
+	if got := h.state("g"); got != "Stable" {
+		t.Fatalf("state after reopen: %s", got)
+	}
+	for _, id := range ids {
+		h.c.LeaveGroup(nil, &kmsg.LeaveGroupRequest{Version: 1, Group: "g", MemberID: id})
+	}
+	// Close waits for the background write of the emptied group.
+	h.reopen()
+	if got := h.state("g"); got != "Empty" {
+		t.Fatalf("state of an emptied group after reopen: %s", got)
+	}
+	if got := h.fetch("g", "t", 0); got != 42 {
+		t.Fatalf("offset after reopen: %d", got)
+	}
+}
