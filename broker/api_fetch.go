@@ -133,6 +133,10 @@ func handleFetch(r *request) (kmsg.Response, error) {
 		}
 		if fp.slice.Len() > 0 {
 			fr.add(sp, fp.slice)
+		} else {
+			// An empty record set is a zero-length array, never null:
+			// librdkafka rejects a null one ("invalid MessageSetSize -1").
+			sp.RecordBatches = []byte{}
 		}
 	}
 	return fr, nil
