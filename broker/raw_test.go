@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"testing"
@@ -109,3 +110,5 @@ func (c *rawConn) expectClosed() {
 		c.t.Fatalf("connection still open after 10 s")
 	}
 }
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
