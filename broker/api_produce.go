@@ -43,7 +43,7 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	b := r.b
-	var wg sync.WaitGroup
+	var wg, takenWG sync.WaitGroup
 	for _, rt := range req.Topics {
 		st := kmsg.ProduceResponseTopic{Topic: rt.Topic}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
@@ -71,23 +71,24 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				setProduceError(sp, req.Version, err)
 				continue
 			}
-			do := func() {
-				base, err := b.appendTo(context.Background(), p, rp.Records, hs, n, req.Acks == -1)
+			wg.Add(1)
+			takenWG.Add(1)
+			go func() {
+				defer wg.Done()
+				base, err := b.appendTo(context.Background(), p, rp.Records, hs, n, req.Acks == -1, sync.OnceFunc(takenWG.Done))
 				if err != nil {
 					setProduceError(sp, req.Version, err)
 					return
 				}
 				sp.BaseOffset = base
 				sp.LogStartOffset = p.log.StartOffset()
-			}
-			if len(req.Topics) == 1 && len(rt.Partitions) == 1 {
-				do()
-			} else {
-				wg.Add(1)
-				go func() { defer wg.Done(); do() }()
-			}
+			}()
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	takenWG.Wait()
+	if r.taken != nil {
+		r.taken()
 	}
 	wg.Wait()
 	if req.Acks == 0 {
@@ -106,16 +107,31 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 }
 
 // appendTo appends validated batches to a partition through its acceptor
-// and returns the base offset (the original one for a duplicate).
-func (b *Broker) appendTo(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (int64, error) {
+// and returns the base offset (the original one for a duplicate). taken,
+// if not nil, is called once the acceptor has taken the append (on the
+// acceptor goroutine, just before offsets are assigned) or the append
+// failed; it must not block.
+func (b *Broker) appendTo(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, taken func()) (int64, error) {
 	req := &acceptor.Request{Batches: records, Records: n, Durable: durable}
+	idempotent := false
 	for i := range hs {
-		if hs[i].Idempotent() {
-			req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
-			break
+		idempotent = idempotent || hs[i].Idempotent()
+	}
+	switch {
+	case idempotent:
+		req.Check = func(base int64) (int64, bool, error) {
+			if taken != nil {
+				taken()
+			}
+			return p.pids.check(hs, base)
 		}
+	case taken != nil:
+		req.Check = func(int64) (int64, bool, error) { taken(); return 0, false, nil }
 	}
 	res, err := p.acc.Append(ctx, req)
+	if taken != nil {
+		taken() // the append failed before it was taken, or this is a no-op
+	}
 	if err != nil {
 		var ce *codeError
 		switch {
@@ -162,7 +178,7 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return -1, err
 	}
-	return b.appendTo(ctx, p, records, hs, n, acks == -1)
+	return b.appendTo(ctx, p, records, hs, n, acks == -1, nil)
 }
 
 // CreateTopic creates a topic with the given partition count (-1: the

@@ -8,28 +8,58 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// conn is one client connection. Its goroutine (serve, owned by the
-// Broker, counted in Broker.wg) reads a request, handles it, writes the
-// response, and only then reads the next one, so pipelined requests are
-// answered in order. It stops when the client closes the connection,
-// sends something that cannot be answered, stays idle past the idle
-// timeout, or the broker closes (which interrupts it only while it waits
-// for a new request).
+// conn is one client connection.
+//
+// Goroutines: serve (the read loop, owned by the Broker and counted in
+// Broker.wg) reads and decodes requests in order and dispatches each one;
+// writeLoop (owned by serve, which starts it and waits for it) writes the
+// responses in request order. Most requests are served on the read loop
+// itself. A Produce is served on its own goroutine (owned by writeLoop,
+// which waits for its result): the read loop waits only until every
+// partition's acceptor has taken the append (offsets being assigned),
+// then reads the next request, so a pipelining producer's next request
+// joins the same group commit while its batches keep their order per
+// partition. At most maxInFlight responses are pending at once. The
+// connection stops when the client closes it, sends something that
+// cannot be answered, stays idle past the idle timeout, or the broker
+// closes (which interrupts it only while it waits for a new request);
+// serve then lets writeLoop answer every request already read.
 type conn struct {
 	b    *Broker
 	nc   net.Conn
 	host string
-	w    *bufio.Writer
+	w    *bufio.Writer // used only by writeLoop
+
+	out        chan *pending // requests in order, to writeLoop
+	writerDone chan struct{} // closed when writeLoop returns
+	failed     atomic.Bool   // writeLoop met an error and closed nc
 
 	mu   sync.Mutex // guards idle
 	idle bool       // waiting for the first byte of a new request
+}
+
+// maxInFlight bounds the requests read but not yet answered on one
+// connection (Kafka clients send at most 5 produce requests in flight).
+const maxInFlight = 8
+
+// pending is a request whose response writeLoop writes once done closes.
+type pending struct {
+	corr    int32
+	version int16
+	name    string
+	start   time.Time
+	done    chan struct{}
+	resp    kmsg.Response // nil: no response (acks=0)
+	err     error         // close the connection instead of answering
 }
 
 func newConn(b *Broker, nc net.Conn) *conn {
@@ -37,7 +67,11 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	if err != nil {
 		host = nc.RemoteAddr().String()
 	}
-	return &conn{b: b, nc: nc, host: host, w: bufio.NewWriterSize(nc, 64<<10)}
+	return &conn{
+		b: b, nc: nc, host: host, w: bufio.NewWriterSize(nc, 64<<10),
+		out: make(chan *pending, maxInFlight), writerDone: make(chan struct{}),
+		idle: true, // no request has started
+	}
 }
 
 // interruptIfIdle ends the read of a connection waiting for a request.
@@ -64,22 +98,60 @@ func (c *conn) serve() {
 	defer c.b.dropConn(c)
 	defer c.nc.Close()
 	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
+	go c.writeLoop(log)
+	defer func() {
+		close(c.out)
+		<-c.writerDone
+	}()
 	for {
 		if !c.setIdle(true) {
 			return
 		}
 		frame, err := c.readFrame()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !c.b.closing.Load() {
+			if !errors.Is(err, io.EOF) && !c.b.closing.Load() && !c.failed.Load() {
 				log.Info("closing connection", "err", err)
 			}
 			return
 		}
-		if err := c.handle(frame); err != nil {
+		if err := c.dispatch(frame); err != nil {
 			c.b.metrics.badRequests.Inc()
 			log.Info("closing connection", "err", err)
 			return
 		}
+		if c.failed.Load() {
+			return
+		}
+	}
+}
+
+// writeLoop writes responses in request order until serve closes out,
+// waiting for each request to finish. After an error it closes the
+// connection and only drains.
+func (c *conn) writeLoop(log *slog.Logger) {
+	defer close(c.writerDone)
+	for p := range c.out {
+		<-p.done
+		if c.failed.Load() {
+			continue
+		}
+		err := p.err
+		if err == nil && p.resp != nil {
+			p.resp.SetVersion(p.version)
+			err = c.writeResponse(p.corr, p.resp)
+		}
+		if err != nil {
+			if p.err != nil {
+				c.b.metrics.badRequests.Inc()
+			}
+			if !c.b.closing.Load() {
+				log.Info("closing connection", "err", err)
+			}
+			c.failed.Store(true)
+			c.nc.Close() // ends serve's read
+			continue
+		}
+		c.b.metrics.observe(p.name, time.Since(p.start))
 	}
 }
 
@@ -202,32 +274,45 @@ func decodeRequest(frame []byte) (reqHeader, kmsg.Request, error) {
 
 var errTooNewApiVersions = errors.New("ApiVersions version too new")
 
-// handle decodes, serves and answers one request. An error closes the
-// connection.
-func (c *conn) handle(frame []byte) error {
-	start := time.Now()
+// dispatch decodes a request and serves it, queueing its response for
+// writeLoop. An error means the request cannot be answered: the
+// connection is closed once the responses before it are written.
+func (c *conn) dispatch(frame []byte) error {
+	p := &pending{start: time.Now(), done: make(chan struct{})}
 	h, req, err := decodeRequest(frame)
 	if errors.Is(err, errTooNewApiVersions) {
 		// Answer in v0 so that any client can read the supported range
 		// and downgrade.
-		resp := &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: apiKeys()}
-		return c.writeResponse(h.corr, resp)
+		p.corr, p.name = h.corr, "ApiVersions"
+		p.resp = &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: apiKeys()}
+		close(p.done)
+		c.out <- p
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-	name := kmsg.NameForKey(h.key)
-	resp, err := apis[h.key].h(&request{ctx: c.b.stopCtx, b: c.b, clientID: h.clientID, host: c.host, kreq: req})
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if resp != nil {
-		resp.SetVersion(h.version)
-		if err := c.writeResponse(h.corr, resp); err != nil {
-			return err
+	p.corr, p.version, p.name = h.corr, h.version, kmsg.NameForKey(h.key)
+	r := &request{ctx: c.b.stopCtx, b: c.b, clientID: h.clientID, host: c.host, kreq: req}
+	serve := func() {
+		defer close(p.done)
+		p.resp, p.err = apis[h.key].h(r)
+		if p.err != nil {
+			p.err = fmt.Errorf("%s: %w", p.name, p.err)
 		}
 	}
-	c.b.metrics.observe(name, time.Since(start))
+	c.out <- p // blocks while maxInFlight responses are pending
+	if h.key != kmsg.Produce.Int16() {
+		serve()
+		return nil
+	}
+	taken := make(chan struct{})
+	r.taken = sync.OnceFunc(func() { close(taken) })
+	go serve()
+	select {
+	case <-taken:
+	case <-p.done:
+	}
 	return nil
 }
 
