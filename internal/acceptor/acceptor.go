@@ -88,14 +88,35 @@ func start(log partitionLog, cfg Config) *Acceptor {
 // may still be written; it returns only once the acceptor no longer uses
 // req.Batches.
 func (a *Acceptor) Append(ctx context.Context, req *Request) (Result, error) {
+	p, err := a.Enqueue(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// Pending is an append in the queue. Exactly one Wait must follow every
+// successful Enqueue.
+type Pending struct {
+	a *Acceptor
+	w *waiter
+}
+
+// Enqueue puts req in the queue and returns without waiting for it to be
+// written. Appends enqueued one after another by one goroutine are
+// assigned offsets (and run their Checks) in that order, so a caller can
+// queue several appends, to one partition or many, and then wait for
+// them all: they share group commits. A full queue blocks until ctx is
+// done.
+func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 	if req == nil {
-		return Result{}, fmt.Errorf("%w: nil request", ErrBadRequest)
+		return Pending{}, fmt.Errorf("%w: nil request", ErrBadRequest)
 	}
 	if f := a.failure.Load(); f != nil {
-		return Result{}, f
+		return Pending{}, f
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return Pending{}, err
 	}
 	w := a.pool.Get().(*waiter)
 	w.req, w.durable = req, req.Durable
@@ -105,12 +126,12 @@ func (a *Acceptor) Append(ctx context.Context, req *Request) (Result, error) {
 	if a.sendClosed {
 		a.sendMu.RUnlock()
 		a.recycle(w)
-		return Result{}, ErrClosed
+		return Pending{}, ErrClosed
 	}
 	select {
 	case a.queue <- w: // fast path: room in the queue
 		a.sendMu.RUnlock()
-		return a.await(ctx, w)
+		return Pending{a, w}, nil
 	default:
 	}
 	select {
@@ -119,14 +140,24 @@ func (a *Acceptor) Append(ctx context.Context, req *Request) (Result, error) {
 	case <-ctx.Done():
 		a.sendMu.RUnlock()
 		a.recycle(w)
-		return Result{}, ctx.Err()
+		return Pending{}, ctx.Err()
 	case <-a.closing:
 		a.sendMu.RUnlock()
 		a.recycle(w)
-		return Result{}, ErrClosed
+		return Pending{}, ErrClosed
 	}
+	return Pending{a, w}, nil
+}
 
-	return a.await(ctx, w)
+// Wait waits until the append is written or durable as its request asks,
+// or until ctx ends. If ctx ends first, Wait returns ctx.Err() and the
+// append may still be written; Wait returns only once the acceptor no
+// longer uses the request's Batches.
+func (p Pending) Wait(ctx context.Context) (Result, error) {
+	if p.w == nil {
+		return Result{}, fmt.Errorf("%w: Wait on a Pending that was never enqueued", ErrBadRequest)
+	}
+	return p.a.await(ctx, p.w)
 }
 
 // await waits for a queued append to be released, or for ctx to end.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 // fixture is an acceptor on a fake log with hand-driven tickers.
 type fixture struct {
+	t  *testing.T
 	f  *fakeLog
 	mt *manualTicker
 	a  *Acceptor
@@ -21,7 +23,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, tweak func(*Config)) *fixture {
 	t.Helper()
-	fx := &fixture{f: newFake(t), mt: newManualTicker()}
+	fx := &fixture{t: t, f: newFake(t), mt: newManualTicker()}
 	cfg := testConfig(fx.mt)
 	if tweak != nil {
 		tweak(&cfg)
@@ -36,14 +38,28 @@ func newFixture(t *testing.T, tweak func(*Config)) *fixture {
 	return fx
 }
 
-// holdWrites makes the next Append of the log block until the returned
-// release function runs; it returns once the acceptor is inside it
-// after start runs.
+// gateAppends makes the log's Appends block until release runs (also
+// run at cleanup, so that a failing test does not hang in Close); every
+// log call reports itself on entered as it starts.
 func (fx *fixture) gateAppends() (entered chan string, release func()) {
 	gate := make(chan struct{})
 	entered = make(chan string, 1000)
 	fx.f.set(func(f *fakeLog) { f.appendGate, f.entered = gate, entered })
-	return entered, func() { close(gate) }
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	fx.t.Cleanup(release)
+	return entered, release
+}
+
+// gateSyncs makes the log's Syncs block; each send on the returned
+// channel lets one through. Cleanup (before the fixture's Close) closes
+// it, letting every later one through.
+func (fx *fixture) gateSyncs() (entered chan string, gate chan struct{}) {
+	gate = make(chan struct{})
+	entered = make(chan string, 1000)
+	fx.f.set(func(f *fakeLog) { f.syncGate, f.entered = gate, entered })
+	fx.t.Cleanup(func() { close(gate) })
+	return entered, gate
 }
 
 func expect(t *testing.T, entered chan string, want string) {
@@ -160,9 +176,7 @@ func TestFsyncPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%v/durable=%v", tt.policy, tt.durable), func(t *testing.T) {
 			fx := newFixture(t, func(c *Config) { c.Policy = tt.policy })
-			syncGate := make(chan struct{})
-			entered := make(chan string, 100)
-			fx.f.set(func(f *fakeLog) { f.syncGate, f.entered = syncGate, entered })
+			entered, syncGate := fx.gateSyncs()
 			r, o := mkReq(5, 10, 1, tt.durable)
 			c := goAppend(context.Background(), fx.a, r, o)
 			expect(t, entered, "append")
@@ -325,9 +339,7 @@ func TestCancel(t *testing.T) {
 	})
 	t.Run("while waiting for fsync: returns at once", func(t *testing.T) {
 		fx := newFixture(t, nil)
-		syncGate := make(chan struct{})
-		entered := make(chan string, 100)
-		fx.f.set(func(f *fakeLog) { f.syncGate, f.entered = syncGate, entered })
+		entered, syncGate := fx.gateSyncs()
 		ctx, cancel := context.WithCancel(context.Background())
 		r0, o0 := mkReq(1, 10, 0, true)
 		c0 := goAppend(ctx, fx.a, r0, o0)
@@ -337,7 +349,8 @@ func TestCancel(t *testing.T) {
 		if c0.wait(t).err != context.Canceled {
 			t.Fatalf("err %v, want context.Canceled", c0.err)
 		}
-		close(syncGate)
+		fx.f.set(func(f *fakeLog) { f.syncGate = nil })
+		syncGate <- struct{}{}
 		waitFor(t, func() bool { return fx.a.HighWatermark() == 1 }, "high watermark 1")
 		// The waiter went back to the pool; later appends still work.
 		r1, o1 := mkReq(1, 10, 1, true)
@@ -405,8 +418,8 @@ func TestCheck(t *testing.T) {
 	t.Run("duplicate: nothing written, released only when durable", func(t *testing.T) {
 		fx := newFixture(t, nil)
 		entered, release := fx.gateAppends()
-		syncGate := make(chan struct{})
-		fx.f.set(func(f *fakeLog) { f.syncGate = syncGate })
+		_, syncGate := fx.gateSyncs()
+		fx.f.set(func(f *fakeLog) { f.entered = entered })
 		bg := context.Background()
 		r0, o0 := mkReq(5, 10, 0, true)
 		c0 := goAppend(bg, fx.a, r0, o0)
@@ -424,7 +437,7 @@ func TestCheck(t *testing.T) {
 		if cd.returned() || c0.returned() {
 			t.Fatal("an acks=all append or its duplicate returned before the fsync")
 		}
-		close(syncGate)
+		syncGate <- struct{}{}
 		c0.wait(t)
 		if cd.wait(t).err != nil || cd.res != (Result{BaseOffset: 0, Duplicate: true}) {
 			t.Fatalf("duplicate: %+v, %v; want base 0, Duplicate", cd.res, cd.err)
@@ -680,4 +693,36 @@ func TestAllocs(t *testing.T) {
 		t.Fatalf("%.2f allocations per append, want none", allocs)
 	}
 	t.Logf("%.2f allocations per append (fake log included)", allocs)
+}
+
+func TestEnqueueThenWait(t *testing.T) {
+	fx := newFixture(t, nil)
+	entered, release := fx.gateAppends()
+	bg := context.Background()
+	var pend []Pending
+	var calls []*call
+	for i := 0; i < 4; i++ {
+		r, o := mkReq(i+1, 10, int64(i), i%2 == 0)
+		p, err := fx.a.Enqueue(bg, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			expect(t, entered, "append") // held: the rest queue behind it
+		}
+		pend = append(pend, p)
+		calls = append(calls, &call{req: r, orig: o})
+	}
+	release()
+	for i, p := range pend {
+		calls[i].res, calls[i].err = p.Wait(bg)
+	}
+	checkData(t, fx.f.data, calls...) // offsets in Enqueue order
+	_, batches := appendOps(fx.f.ops)
+	if fmt.Sprint(batches) != "[1 3]" {
+		t.Fatalf("batches per write %v, want [1 3] (the queued three coalesced)", batches)
+	}
+	if _, err := (Pending{}).Wait(bg); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("Wait on a zero Pending: %v, want ErrBadRequest", err)
+	}
 }

@@ -45,6 +45,12 @@
 //
 // # Waiters
 //
+// Append is Enqueue followed by Pending.Wait. A caller that has several
+// appends to make (a produce request for many partitions, or a pipelined
+// connection) enqueues them all and then waits for each, so they share
+// writes and fsyncs; appends enqueued one after another by one goroutine
+// get offsets in that order.
+//
 // Each Append borrows a pooled waiter with a reusable channel, so the hot
 // path allocates nothing per append beyond the caller's own Request. A
 // caller whose ctx ends while its append is queued cancels it (it is
