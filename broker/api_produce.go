@@ -15,9 +15,10 @@ package broker
 //   - Idempotent batches are checked in the partition's acceptor,
 //     serialized with offset assignment (see producers.go): a retried
 //     batch gets its original base offset and is not written again.
-//   - Partitions of one request are appended concurrently, so their
-//     fsyncs overlap; requests on one connection are served one at a
-//     time, so a producer's batches to a partition keep their order.
+//   - Every partition's append is queued, in order, before any is waited
+//     for, so partitions' fsyncs overlap; the connection reads its next
+//     request as soon as they are queued, so a pipelining producer's
+//     requests share group commits and keep their order per partition.
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION (topics
 //     are auto-created by Metadata, not by Produce).
 //   - Transactions are not supported: transactional batches get
@@ -28,7 +29,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,7 +43,17 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	b := r.b
-	var wg, takenWG sync.WaitGroup
+	// Every partition's append is queued here, in request order, before
+	// any is waited for: the read loop moves on to the connection's next
+	// request once they are all queued (r.taken), so a pipelining
+	// producer's next request joins the same group commit while its
+	// batches keep their order per partition.
+	type queued struct {
+		sp *kmsg.ProduceResponseTopicPartition
+		p  *partition
+		a  acceptor.Pending
+	}
+	var waits []queued
 	for _, rt := range req.Topics {
 		st := kmsg.ProduceResponseTopic{Topic: rt.Topic}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
@@ -67,30 +77,30 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			if err == nil {
 				hs, n, err = validateBatches(rp.Records, t.conf.maxMessageBytes)
 			}
+			var pend acceptor.Pending
+			if err == nil {
+				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1)
+			}
 			if err != nil {
 				setProduceError(sp, req.Version, err)
 				continue
 			}
-			wg.Add(1)
-			takenWG.Add(1)
-			go func() {
-				defer wg.Done()
-				base, err := b.appendTo(context.Background(), p, rp.Records, hs, n, req.Acks == -1, sync.OnceFunc(takenWG.Done))
-				if err != nil {
-					setProduceError(sp, req.Version, err)
-					return
-				}
-				sp.BaseOffset = base
-				sp.LogStartOffset = p.log.StartOffset()
-			}()
+			waits = append(waits, queued{sp, p, pend})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	takenWG.Wait()
 	if r.taken != nil {
 		r.taken()
 	}
-	wg.Wait()
+	for _, q := range waits {
+		base, err := b.wait(context.Background(), q.p, q.a)
+		if err != nil {
+			setProduceError(q.sp, req.Version, err)
+			continue
+		}
+		q.sp.BaseOffset = base
+		q.sp.LogStartOffset = q.p.log.StartOffset()
+	}
 	if req.Acks == 0 {
 		return nil, nil
 	}
@@ -106,49 +116,50 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 	}
 }
 
-// appendTo appends validated batches to a partition through its acceptor
-// and returns the base offset (the original one for a duplicate). taken,
-// if not nil, is called once the acceptor has taken the append (on the
-// acceptor goroutine, just before offsets are assigned) or the append
-// failed; it must not block.
-func (b *Broker) appendTo(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, taken func()) (int64, error) {
+// enqueue queues validated batches for a partition's acceptor. For
+// idempotent batches the producer-state check runs on the acceptor
+// goroutine, serialized with offset assignment (see producers.go).
+func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
 	req := &acceptor.Request{Batches: records, Records: n, Durable: durable}
-	idempotent := false
 	for i := range hs {
-		idempotent = idempotent || hs[i].Idempotent()
-	}
-	switch {
-	case idempotent:
-		req.Check = func(base int64) (int64, bool, error) {
-			if taken != nil {
-				taken()
-			}
-			return p.pids.check(hs, base)
+		if hs[i].Idempotent() {
+			req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
+			break
 		}
-	case taken != nil:
-		req.Check = func(int64) (int64, bool, error) { taken(); return 0, false, nil }
 	}
-	res, err := p.acc.Append(ctx, req)
-	if taken != nil {
-		taken() // the append failed before it was taken, or this is a no-op
-	}
+	pend, err := p.acc.Enqueue(ctx, req)
+	return pend, appendError(p, err)
+}
+
+// wait waits for a queued append and returns its base offset (the
+// original one for a duplicate).
+func (b *Broker) wait(ctx context.Context, p *partition, pend acceptor.Pending) (int64, error) {
+	res, err := pend.Wait(ctx)
 	if err != nil {
-		var ce *codeError
-		switch {
-		case errors.As(err, &ce):
-			return -1, err
-		case errors.Is(err, acceptor.ErrClosed):
-			return -1, errCode(kerr.NotLeaderForPartition, "%s/%d is closing", p.topic, p.index)
-		case errors.Is(err, acceptor.ErrFailed):
-			return -1, errCode(kerr.KafkaStorageError, "%s/%d: %v", p.topic, p.index, err)
-		case errors.Is(err, acceptor.ErrBadRequest):
-			return -1, errCode(kerr.CorruptMessage, "%v", err)
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			return -1, fmt.Errorf("%w: %w", kerr.RequestTimedOut, err)
-		}
-		return -1, fmt.Errorf("%w: %s/%d: %w", kerr.UnknownServerError, p.topic, p.index, err)
+		return -1, appendError(p, err)
 	}
 	return res.BaseOffset, nil
+}
+
+// appendError maps an acceptor error to the Kafka error a client gets.
+func appendError(p *partition, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *codeError
+	switch {
+	case errors.As(err, &ce):
+		return err
+	case errors.Is(err, acceptor.ErrClosed):
+		return errCode(kerr.NotLeaderForPartition, "%s/%d is closing", p.topic, p.index)
+	case errors.Is(err, acceptor.ErrFailed):
+		return errCode(kerr.KafkaStorageError, "%s/%d: %v", p.topic, p.index, err)
+	case errors.Is(err, acceptor.ErrBadRequest):
+		return errCode(kerr.CorruptMessage, "%v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", kerr.RequestTimedOut, err)
+	}
+	return fmt.Errorf("%w: %s/%d: %w", kerr.UnknownServerError, p.topic, p.index, err)
 }
 
 // AppendBatch appends batch, one or more whole client-encoded
@@ -178,7 +189,11 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return -1, err
 	}
-	return b.appendTo(ctx, p, records, hs, n, acks == -1, nil)
+	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1)
+	if err != nil {
+		return -1, err
+	}
+	return b.wait(ctx, p, pend)
 }
 
 // CreateTopic creates a topic with the given partition count (-1: the

@@ -25,8 +25,8 @@ import (
 // responses in request order. Most requests are served on the read loop
 // itself. A Produce is served on its own goroutine (owned by writeLoop,
 // which waits for its result): the read loop waits only until every
-// partition's acceptor has taken the append (offsets being assigned),
-// then reads the next request, so a pipelining producer's next request
+// partition's append is in its acceptor's queue, then reads the next
+// request, so a pipelining producer's next request
 // joins the same group commit while its batches keep their order per
 // partition. At most maxInFlight responses are pending at once. The
 // connection stops when the client closes it, sends something that

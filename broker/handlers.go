@@ -16,7 +16,7 @@ type request struct {
 	host     string // the client's remote host
 	kreq     kmsg.Request
 	// taken, set for Produce, is called once every partition's append
-	// has been taken by its acceptor (or has failed), so the connection
+	// is queued in its acceptor (or has failed), so the connection
 	// may read its next request without reordering appends.
 	taken func()
 }
