@@ -9,10 +9,13 @@
 //
 // # Requests
 //
-// Each client connection has one goroutine that reads a request, serves
-// it and writes the response before it reads the next, so pipelined
-// requests are answered in order (Kafka serves a connection the same
-// way). Requests are decoded with kmsg and dispatched through a table
+// Each client connection has a read loop and a writer goroutine that
+// answers in request order. Most requests are served on the read loop
+// one at a time, as Kafka serves a connection. A Produce is the
+// exception: the read loop queues every partition's append with its
+// acceptor, then reads the next request while the produce waits for its
+// fsync, so a pipelining producer's requests share group commits and
+// keep their order per partition (conn.go). Requests are decoded with kmsg and dispatched through a table
 // that each api_*.go file fills from its init function with
 // register(key, minVersion, maxVersion, handler); ApiVersions answers
 // from the same table. Each api_*.go file opens with the versions it
