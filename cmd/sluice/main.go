@@ -5,6 +5,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -30,6 +32,9 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "sluice: unknown command %q\n%s", os.Args[1], usage)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // the flag package has printed the usage
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
