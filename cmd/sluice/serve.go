@@ -38,6 +38,9 @@ func serve(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := envErrors(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
@@ -113,20 +116,32 @@ func serve(args []string) error {
 	return nil
 }
 
+// envErrs collects environment variables that envBool and envInt could
+// not parse, so that serve refuses them instead of ignoring them.
+var envErrs []error
+
+func envErrors() error { return errors.Join(envErrs...) }
+
 func envBool(name string, def bool) bool {
 	if v, ok := os.LookupEnv(name); ok {
-		if b, err := strconv.ParseBool(v); err == nil {
-			return b
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: want true or false", name, v))
+			return def
 		}
+		return b
 	}
 	return def
 }
 
 func envInt(name string, def int) int {
 	if v, ok := os.LookupEnv(name); ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: want an integer", name, v))
+			return def
 		}
+		return n
 	}
 	return def
 }
