@@ -84,12 +84,18 @@ func (c *conn) interruptIfIdle() {
 	}
 }
 
-// setIdle marks the connection idle or busy. Becoming idle fails once the
-// broker is closing.
+// setIdle marks the connection idle or busy. Becoming idle arms the idle
+// timeout as the read deadline, under mu, so that an interruptIfIdle
+// from a concurrent Close either sees the connection busy (and this call
+// then sees closing) or overrides the deadline after it was armed; it
+// fails once the broker is closing.
 func (c *conn) setIdle(idle bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.idle = idle
+	if idle {
+		c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	}
 	return !(idle && c.b.closing.Load())
 }
 
@@ -156,10 +162,9 @@ func (c *conn) writeLoop(log *slog.Logger) {
 }
 
 // readFrame reads one size-prefixed request. The first byte is awaited
-// for up to the idle timeout.
+// until the read deadline that setIdle(true) armed (the idle timeout).
 func (c *conn) readFrame() ([]byte, error) {
 	var size [4]byte
-	c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.idleTimeout))
 	if _, err := io.ReadFull(c.nc, size[:1]); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF
