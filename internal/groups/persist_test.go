@@ -266,3 +266,49 @@ func TestConcurrentCommitsAcrossCompactions(t *testing.T) {
 	}
 	check(openLog(t, fs, clock, small), "reopened")
 }
+
+// TestCompactionSwitchFailureKeepsOffsets fails the directory fsync that
+// follows the rename of CURRENT during a compaction. The rename itself
+// happened, so CURRENT names the new log; the store must not then remove
+// that log and keep writing the old one, or the next Open follows
+// CURRENT to an empty log (and removes the old one): every committed
+// offset would be gone.
+func TestCompactionSwitchFailureKeepsOffsets(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	small := func(c *Config) { c.CompactMinRecords = 10 }
+	c := openLog(t, fs, clock, small)
+	renamed, failed := false, false
+	fs.Inject(func(op vfs.Op) error {
+		switch {
+		case op.Kind == vfs.OpRename && strings.HasSuffix(op.Name, currentFile+".tmp") && !failed:
+			renamed = true
+		case op.Kind == vfs.OpSyncDir && renamed && !failed:
+			failed = true
+			return vfs.Errno(op, syscall.EIO)
+		}
+		return nil
+	})
+	// Commit until the switch fails, then stop: a later compaction would
+	// write CURRENT again and hide the damage.
+	var last int64 = -1
+	for i := int64(0); i < 100 && !failed; i++ {
+		resp := c.OffsetCommit(nil, commitReq("g", "", -1, "t", i))
+		if resp.Topics[0].Partitions[0].ErrorCode == 0 {
+			last = i
+		}
+	}
+	fs.Inject(nil)
+	if !failed {
+		t.Fatal("no compaction reached the CURRENT switch")
+	}
+	if last < 0 {
+		t.Fatal("no commit was acknowledged")
+	}
+	if err := c.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	c2 := openLog(t, fs, clock, small)
+	if got, ok := fetchAll(t, c2, "g")[tp{"t", 0}]; !ok || got != last {
+		t.Fatalf("offset after a failed compaction switch and reopen: %d (found %v), want the last acknowledged %d", got, ok, last)
+	}
+}

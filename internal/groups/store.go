@@ -65,6 +65,10 @@ type logStore struct {
 	acc      *acceptor.Acceptor // its writer; nil until start
 	snapshot func() []kv
 	closed   bool
+	// broken is set when a compaction could not tell which log CURRENT
+	// names; append then refuses, so that no commit is acknowledged in a
+	// log the next Open might not read.
+	broken error
 
 	records    atomic.Int64 // records in the live log
 	live       atomic.Int64 // live records after the last compaction (or replay)
@@ -229,6 +233,10 @@ func (s *logStore) append(recs []kv, apply func(int64)) error {
 		s.mu.RUnlock()
 		return errStoreClosed
 	}
+	if s.broken != nil {
+		s.mu.RUnlock()
+		return s.broken
+	}
 	// Background context: once queued, the write completes and is applied,
 	// so memory and log agree whatever happens to the caller.
 	res, err := s.acc.Append(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: true})
@@ -299,6 +307,16 @@ func (s *logStore) rewriteLocked(live []kv) error {
 		return fail(err)
 	}
 	if err := s.writeCurrent(seq); err != nil {
+		// The rename may have happened with only the directory fsync
+		// failing, so CURRENT may name the new log: point it back at the
+		// live one before removing the new one. If that fails too, keep
+		// both directories and stop accepting appends, since either may
+		// be the one the next Open reads.
+		if rerr := s.writeCurrent(s.seq); rerr != nil {
+			_ = nl.Close()
+			s.broken = fmt.Errorf("groups: internal log unusable after a failed compaction switch: %w", rerr)
+			return fmt.Errorf("groups: write compacted log: %w (and restoring CURRENT: %w)", err, rerr)
+		}
 		return fail(err)
 	}
 	old := s.log
