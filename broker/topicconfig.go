@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,9 +118,9 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 func (c *topicConfig) storage() storage.Config {
 	sc := storage.Config{
 		SegmentBytes:   c.segmentBytes,
-		SegmentAge:     time.Duration(c.segmentMs) * time.Millisecond,
+		SegmentAge:     msDuration(c.segmentMs),
 		RetentionBytes: c.retentionBytes,
-		RetentionAge:   time.Duration(c.retentionMs) * time.Millisecond,
+		RetentionAge:   msDuration(c.retentionMs),
 	}
 	if c.retentionMs < 0 {
 		sc.RetentionAge = -1
@@ -149,4 +150,14 @@ func (c *topicConfig) names() []string {
 		seen[n] = true
 	}
 	return slices.Sorted(mapKeys(seen))
+}
+
+// msDuration converts a millisecond setting to a storage duration. A
+// value too long for a time.Duration (about 292 years) is -1, which
+// storage reads as "never", rather than a product that wraps around.
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
