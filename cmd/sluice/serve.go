@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -43,6 +44,9 @@ func serve(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	if *partitions < 1 || *partitions > math.MaxInt32 {
+		return fmt.Errorf("serve: --partitions %d: want 1 to %d", *partitions, math.MaxInt32)
 	}
 	var policy acceptor.FsyncPolicy
 	switch *fsync {

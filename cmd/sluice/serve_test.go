@@ -151,6 +151,7 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{[]string{"SLUICE_AUTO_CREATE=maybe"}, "serve", `SLUICE_AUTO_CREATE="maybe": want true or false`},
 		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
 		{nil, "launch", `unknown command "launch"`},
+		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
 	}
 	for _, c := range cases {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -374,10 +374,9 @@ func (c *Coordinator) maybeCompleteJoinLocked(g *group) {
 // left).
 func (c *Coordinator) completeJoinLocked(g *group) {
 	now := c.now()
-	for id, m := range g.members {
+	for _, m := range g.members {
 		if m.joinWait == nil {
 			c.dropMemberLocked(g, m, errUnknownMemberID)
-			_ = id
 		}
 	}
 	for id, t := range g.pending {

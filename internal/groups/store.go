@@ -54,10 +54,11 @@ type logStore struct {
 	logf       func(msg string, args ...any)
 	compacted  func()
 
-	// mu orders appends against compaction: append holds it shared from
-	// its write until its apply has returned; compaction holds it
-	// exclusively while it swaps logs. Taken after group.persistMu and
-	// before Coordinator.mu and group.mu.
+	// mu guards the fields below through broken (seq, posBase, log, acc,
+	// snapshot, closed, broken) and orders appends against compaction:
+	// append holds it shared from its write until its apply has returned;
+	// compaction holds it exclusively while it swaps logs. Taken after
+	// group.persistMu and before Coordinator.mu and group.mu.
 	mu       sync.RWMutex
 	seq      int                // number of the live log directory
 	posBase  int64              // added to log offsets to make positions; grows at each compaction
