@@ -168,11 +168,19 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker: open group coordinator: %w", err)
 	}
 	b.mu.Lock()
+	if b.closing.Load() {
+		// Close ran while the listener and coordinator were being
+		// opened; it saw neither, so close them here.
+		b.mu.Unlock()
+		ln.Close()
+		g.Close()
+		return errors.New("broker: closed")
+	}
 	b.ln, b.addr, b.adv, b.groups = ln, ln.Addr().String(), hostPort{host, port}, g
 	b.started = true
+	b.wg.Add(1) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
 	b.cfg.logger.Info("sluice broker listening", "addr", b.addr, "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "data", b.cfg.dataDir)
-	b.wg.Add(1)
 	go b.acceptLoop(ln)
 	return nil
 }
@@ -256,7 +264,7 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closing.Store(true)
 		b.mu.Lock()
-		ln := b.ln
+		ln, g := b.ln, b.groups
 		conns := make([]*conn, 0, len(b.conns))
 		for c := range b.conns {
 			conns = append(conns, c)
@@ -283,8 +291,8 @@ func (b *Broker) Close() error {
 			<-done
 		}
 		var errs []error
-		if b.groups != nil {
-			if err := b.groups.Close(); err != nil {
+		if g != nil {
+			if err := g.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))
 			}
 		}
