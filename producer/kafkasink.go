@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -20,6 +21,16 @@ type KafkaSink struct {
 	cl        *kgo.Client
 	topic     string
 	partition int32
+
+	scratch sync.Pool // *kafkaScratch, reused across Produce calls
+}
+
+// kafkaScratch holds the kgo records of one Produce call. The client is done
+// with them once ProduceSync returns (it waits for every record's promise),
+// so they are cleared and reused by later calls instead of reallocated.
+type kafkaScratch struct {
+	krs  []kgo.Record
+	ptrs []*kgo.Record
 }
 
 // NewKafkaSink returns a sink that produces to topic's partition through cl.
@@ -31,8 +42,21 @@ func NewKafkaSink(cl *kgo.Client, topic string, partition int32) *KafkaSink {
 // each record's offset. The client may send them in more than one request;
 // on an error, records of the batch may have been written.
 func (s *KafkaSink) Produce(ctx context.Context, b Batch) ([]int64, error) {
-	krs := make([]kgo.Record, len(b.Records))
-	ptrs := make([]*kgo.Record, len(b.Records))
+	sc, _ := s.scratch.Get().(*kafkaScratch)
+	if sc == nil {
+		sc = new(kafkaScratch)
+	}
+	defer func() {
+		clear(sc.krs) // drop references to the caller's keys and values
+		clear(sc.ptrs)
+		s.scratch.Put(sc)
+	}()
+	if cap(sc.krs) < len(b.Records) {
+		sc.krs = make([]kgo.Record, len(b.Records))
+		sc.ptrs = make([]*kgo.Record, len(b.Records))
+	}
+	krs, ptrs := sc.krs[:len(b.Records)], sc.ptrs[:len(b.Records)]
+	sc.krs, sc.ptrs = krs, ptrs
 	for i := range b.Records {
 		r := &b.Records[i]
 		kr := &krs[i]
