@@ -2,6 +2,7 @@
 // streaming log in one binary.
 //
 //	sluice serve [--data DIR] [--listen HOST:PORT] [--advertise HOST:PORT] [--fsync always|interval|never] [--auto-create=true] [--metrics HOST:PORT]
+//	sluice topic|produce|consume|group ...   (client commands; see client.go)
 package main
 
 import (
@@ -14,7 +15,14 @@ import (
 const usage = `usage: sluice <command> [flags]
 
 commands:
-  serve   run a broker (sluice serve -h for its flags)
+  serve     run a broker (sluice serve -h for its flags)
+  topic     create, list or delete topics (sluice topic create NAME -p 3)
+  produce   write stdin lines as records, acks=all (sluice produce -t TOPIC -K :)
+  consume   print records (sluice consume -t TOPIC -e, or -G GROUP)
+  group     list groups, or describe their members and lag
+
+Client commands take -b BROKERS (env SLUICE_BROKERS, default 127.0.0.1:9092)
+and work against any Kafka-compatible broker.
 `
 
 func main() {
@@ -26,6 +34,14 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serve(os.Args[2:])
+	case "topic":
+		err = topicCmd(os.Args[2:], os.Stdout)
+	case "produce":
+		err = produceCmd(os.Args[2:], os.Stdin, os.Stderr)
+	case "consume":
+		err = consumeCmd(os.Args[2:], os.Stdout)
+	case "group":
+		err = groupCmd(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
