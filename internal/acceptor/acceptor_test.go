@@ -473,6 +473,53 @@ func TestBadRequest(t *testing.T) {
 	r.Records = 3
 	c := goAppend(context.Background(), fx.a, r, o).wait(t)
 	checkData(t, fx.f.data, c)
+
+	// Validated skips only the CRC: framing errors are still rejected.
+	for _, tt := range tests {
+		if tt.req == nil || tt.name == "bad crc" {
+			continue
+		}
+		t.Run("validated/"+tt.name, func(t *testing.T) {
+			req := *tt.req
+			req.Validated = true
+			if _, err := fx.a.Append(context.Background(), &req); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("err %v, want ErrBadRequest", err)
+			}
+		})
+	}
+	badMagic := append([]byte(nil), good.Batches...)
+	badMagic[16] = 1
+	t.Run("validated/bad magic", func(t *testing.T) {
+		if _, err := fx.a.Append(context.Background(), &Request{Batches: badMagic, Validated: true}); !errors.Is(err, ErrBadRequest) {
+			t.Fatalf("err %v, want ErrBadRequest", err)
+		}
+	})
+	ops, _, _ := fx.f.snapshot()
+	if sizes, _ := appendOps(ops); len(sizes) != 1 {
+		t.Fatalf("writes %v after rejected appends, want only the good one", sizes)
+	}
+}
+
+func TestValidatedSkipsCRC(t *testing.T) {
+	good, _ := mkReq(2, 10, 0, true)
+	corrupt := append([]byte(nil), good.Batches...)
+	corrupt[len(corrupt)-1] ^= 1
+	if _, err := countRecords(&Request{Batches: corrupt}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("bad CRC: err %v, want ErrBadRequest", err)
+	}
+	n, err := countRecords(&Request{Batches: corrupt, Validated: true})
+	if err != nil || n != 2 {
+		t.Fatalf("Validated, CRC not rechecked: %d, %v; want 2 records, no error", n, err)
+	}
+
+	fx := newFixture(t, nil)
+	r, o := mkReq(2, 10, 0, true)
+	r.Validated = true
+	c := goAppend(context.Background(), fx.a, r, o).wait(t)
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	checkData(t, fx.f.data, c)
 }
 
 func TestFailure(t *testing.T) {

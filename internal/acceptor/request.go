@@ -42,6 +42,15 @@ type Request struct {
 	// Durable: release when fsynced (acks=all). Otherwise release once
 	// written (acks=1).
 	Durable bool
+	// Validated says the caller has already checked every batch's CRC32C
+	// (the broker does, while validating a produce request), so the
+	// acceptor checks only the framing (header, magic, length within the
+	// request, lastOffsetDelta). The bytes must not change between that
+	// check and Append's return. A Validated request whose CRC is in fact
+	// bad is rejected by storage.Log.Append, which fails the write that
+	// holds it and so the partition: only set Validated for bytes whose
+	// CRC was checked.
+	Validated bool
 	// Check, if set, runs on the acceptor goroutine just before offsets
 	// are assigned, serialized with every other append to this partition.
 	// base is the offset the append would get. It may reject the append
@@ -60,29 +69,51 @@ type Result struct {
 }
 
 // countRecords validates req's batches (header, magic 2, length within
-// the request, CRC32C, lastOffsetDelta not negative) and returns the
-// number of offsets they take. The CRC is checked here, although the
-// caller validated the batches and storage.Log.Append checks it again,
-// so that one bad request fails alone: a bad batch that reached a
-// coalesced write would stop the whole partition.
+// the request, lastOffsetDelta not negative, and CRC32C unless
+// req.Validated) and returns the number of offsets they take. Unless the
+// caller vouches for the CRC, it is checked here, although
+// storage.Log.Append checks it again, so that one bad request fails
+// alone: a bad batch that reached a coalesced write would stop the whole
+// partition.
 func countRecords(req *Request) (int64, error) {
-	if len(req.Batches) == 0 {
+	b := req.Batches
+	if len(b) == 0 {
 		return 0, fmt.Errorf("%w: no batches", ErrBadRequest)
 	}
 	var n int64
-	if pos, err := batch.Split(req.Batches, func(h batch.Header, _ []byte) error {
-		if h.LastOffsetDelta < 0 {
-			return fmt.Errorf("lastOffsetDelta %d is negative", h.LastOffsetDelta)
+	for pos := 0; pos < len(b); {
+		h, err := checkFraming(b[pos:], !req.Validated)
+		if err == nil && h.LastOffsetDelta < 0 {
+			err = fmt.Errorf("lastOffsetDelta %d is negative", h.LastOffsetDelta)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: batch at byte %d: %w", ErrBadRequest, pos, err)
 		}
 		n += int64(h.LastOffsetDelta) + 1
-		return nil
-	}); err != nil {
-		return 0, fmt.Errorf("%w: batch at byte %d: %w", ErrBadRequest, pos, err)
+		pos += h.Size()
 	}
 	if req.Records != 0 && req.Records != n {
 		return 0, fmt.Errorf("%w: Records is %d but the batches take %d offsets", ErrBadRequest, req.Records, n)
 	}
 	return n, nil
+}
+
+// checkFraming parses the batch at the front of b and checks its magic
+// and that it lies within b; with crc it also checks the CRC32C
+// (batch.Validate).
+func checkFraming(b []byte, crc bool) (batch.Header, error) {
+	if crc {
+		return batch.Validate(b)
+	}
+	h, err := batch.ParseHeader(b)
+	switch {
+	case err != nil:
+	case h.Magic != 2:
+		err = fmt.Errorf("%w: magic %d", batch.ErrBadMagic, h.Magic)
+	case h.Size() > len(b):
+		err = batch.ErrShort
+	}
+	return h, err
 }
 
 // assignOffsets writes contiguous base offsets from base into the batches
