@@ -22,7 +22,9 @@ type partitionLog interface {
 //
 // Goroutine ownership: Start starts the run goroutine; it is owned by the
 // Acceptor and stops when Close is called, after writing and fsyncing
-// every append already queued. Close waits for it.
+// every append already queued. Close waits for it. The run goroutine
+// starts the sync goroutine (syncLoop), which runs its fsyncs, and stops
+// it and waits for it before it returns.
 //
 // Lock order: sendMu, then mu. Neither is held across I/O or while
 // blocking on a waiter.

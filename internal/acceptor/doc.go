@@ -16,7 +16,9 @@
 //	              │  written as-is (after the buffer), never copied
 //	              ▼
 //	           queue empty ──> write the buffer (no fsync) ──> next turn, queue still
-//	           empty ──> fsync ──> high watermark advances, acks=all appends released
+//	           empty ──> start an fsync on the sync goroutine ──> when it returns: the
+//	           high watermark advances to what was written when it started, and the
+//	           acks=all appends written before it started are released
 //
 // Writing without fsync when the queue first drains, and fsyncing only on
 // a later turn that still finds it empty, gives producers a moment to
@@ -24,6 +26,13 @@
 // (the queue never empties) the flush ticker forces a write and fsync at
 // least every Config.FlushInterval. A segment roll inside storage.Log.Append
 // fsyncs the old segment.
+//
+// The fsync itself runs on a second goroutine (the sync goroutine, owned
+// by the run goroutine, which starts it and stops it at Close): while the
+// disk syncs, the run goroutine goes on taking, coalescing and writing
+// appends, so disk time and CPU time overlap instead of adding up. At
+// most one fsync is in flight; appends written while it runs wait for the
+// next one, which starts as soon as the queue drains again.
 //
 // # Release rules
 //

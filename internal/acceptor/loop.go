@@ -20,8 +20,19 @@ type runState struct {
 	buf       []byte    // coalescing buffer, capacity cfg.BufferSize, reused
 	pending   []*waiter // appends written by the next write: copied into buf, or about to be written as-is
 	unsynced  []*waiter // written durable appends waiting for fsync (FsyncAlways)
-	sinceSync int       // appends written since the last fsync
+	sinceSync int       // appends written since the last fsync started
 	failed    *failure  // set once; every later append fails with it
+
+	// The fsync runs on the sync goroutine (syncLoop), so the run
+	// goroutine keeps taking and writing appends meanwhile. At most one
+	// fsync is in flight; it covers every offset below syncTarget.
+	syncing    bool
+	syncTarget int64     // written when the running fsync started
+	syncCount  int       // appends it covers that were written since the previous one
+	syncStart  time.Time // when it started
+	syncReq    chan struct{}
+	syncDone   chan error
+	syncExited chan struct{}
 
 	flushTick, retainTick <-chan time.Time // retainTick is nil when retention is off
 	stopTickers           func()
@@ -30,6 +41,9 @@ type runState struct {
 func (r *runState) init(a *Acceptor) {
 	r.a, r.cfg = a, &a.cfg
 	r.buf = make([]byte, 0, a.cfg.BufferSize)
+	r.syncReq = make(chan struct{}, 1)
+	r.syncDone = make(chan error, 1)
+	r.syncExited = make(chan struct{})
 	var stopFlush, stopRet func()
 	r.flushTick, stopFlush = a.cfg.NewTicker(a.cfg.FlushInterval)
 	stopRet = func() {}
@@ -39,15 +53,28 @@ func (r *runState) init(a *Acceptor) {
 	r.stopTickers = func() { stopFlush(); stopRet() }
 }
 
+// syncLoop is the sync goroutine, started and stopped by the run
+// goroutine (loop): it fsyncs the log once per request on syncReq and
+// reports on syncDone, until syncReq is closed.
+func (a *Acceptor) syncLoop() {
+	defer close(a.run.syncExited)
+	for range a.run.syncReq {
+		a.run.syncDone <- a.log.Sync()
+	}
+}
+
 // loop is the run goroutine. Each turn takes one request if one is
 // queued; when the queue is empty it first writes the buffer (without
 // fsync), and only on a later turn that still finds the queue empty does
-// it fsync: writing gives producers a moment to refill the queue, so that
-// one fsync covers as many appends as possible (group commit).
+// it start an fsync: writing gives producers a moment to refill the
+// queue, so that one fsync covers as many appends as possible (group
+// commit). The fsync runs on the sync goroutine while this one goes on
+// taking and writing appends, which the next fsync covers.
 func (a *Acceptor) loop() {
 	r := &a.run
 	defer close(a.done)
 	defer r.stopTickers()
+	go a.syncLoop()
 	flushC := r.flushTick
 	if f := a.failure.Load(); f != nil {
 		r.failed = f
@@ -65,6 +92,9 @@ func (a *Acceptor) loop() {
 			}
 			select {
 			case w = <-a.queue:
+			case err := <-r.syncDone:
+				r.finishSync(err)
+				continue
 			case <-flushC:
 				r.onFlushTick()
 				continue
@@ -76,8 +106,14 @@ func (a *Acceptor) loop() {
 				return
 			}
 		}
-		// Under sustained load the queue never empties: poll the tickers
-		// (single-case selects with default are cheap non-blocking receives).
+		// Under sustained load the queue never empties: poll the fsync
+		// and the tickers (single-case selects with default are cheap
+		// non-blocking receives).
+		select {
+		case err := <-r.syncDone:
+			r.finishSync(err)
+		default:
+		}
 		select {
 		case <-flushC:
 			r.onFlushTick()
@@ -100,8 +136,8 @@ func (r *runState) idle() bool {
 		r.write(r.buf)
 		return true
 	}
-	if r.cfg.Policy == FsyncAlways && r.failed == nil && r.written > r.synced {
-		r.sync()
+	if r.cfg.Policy == FsyncAlways && r.failed == nil && r.written > r.synced && !r.syncing {
+		r.startSync()
 		return true
 	}
 	return false
@@ -116,8 +152,8 @@ func (r *runState) onFlushTick() {
 	if len(r.pending) > 0 {
 		r.write(r.buf)
 	}
-	if r.failed == nil && r.written > r.synced {
-		r.sync()
+	if r.failed == nil && r.written > r.synced && !r.syncing {
+		r.startSync()
 	}
 }
 
@@ -260,22 +296,51 @@ func (r *runState) write(b []byte) {
 	}
 }
 
-// sync fsyncs the log and releases the appends it made durable.
-func (r *runState) sync() {
-	start := time.Now()
-	err := r.a.log.Sync()
-	r.cfg.Metrics.fsync(time.Since(start), r.sinceSync)
+// startSync hands an fsync of everything written so far to the sync
+// goroutine.
+func (r *runState) startSync() {
+	r.syncing = true
+	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
+	r.syncStart = time.Now()
+	r.syncReq <- struct{}{}
+}
+
+// finishSync takes the result of the running fsync and releases the
+// appends it made durable: those written before it started.
+func (r *runState) finishSync(err error) {
+	r.syncing = false
+	r.cfg.Metrics.fsync(time.Since(r.syncStart), r.syncCount)
+	if r.failed != nil {
+		return // its waiters were failed already
+	}
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	r.synced, r.sinceSync = r.written, 0
+	r.synced = r.syncTarget
 	r.a.setHW(r.synced)
-	for i, w := range r.unsynced {
+	n := 0
+	for _, w := range r.unsynced {
+		if w.end > r.synced {
+			break // written after the fsync started; the next one covers it
+		}
 		r.release(w, nil)
-		r.unsynced[i] = nil
+		n++
 	}
-	r.unsynced = r.unsynced[:0]
+	rest := copy(r.unsynced, r.unsynced[n:])
+	clear(r.unsynced[rest:])
+	r.unsynced = r.unsynced[:rest]
+}
+
+// syncNow runs an fsync of everything written and waits for it.
+func (r *runState) syncNow() {
+	if r.syncing {
+		r.finishSync(<-r.syncDone)
+	}
+	if r.failed == nil && r.written > r.synced {
+		r.startSync()
+		r.finishSync(<-r.syncDone)
+	}
 }
 
 // fail stops the partition: the appends the failed write or fsync covers,
@@ -314,9 +379,9 @@ func (r *runState) shutdown() {
 	}
 	healthy := r.failed == nil
 	r.write(r.buf)
-	if r.failed == nil && r.written > r.synced {
-		r.sync()
-	}
+	r.syncNow()
+	close(r.syncReq)
+	<-r.syncExited
 	if healthy && r.failed != nil {
 		r.a.closeErr = r.failed
 	}

@@ -102,8 +102,12 @@
 //
 // # Concurrency
 //
-// One writer goroutine calls Append, Sync, Roll, ApplyRetention and Close;
-// readers call everything else concurrently. Log.mu (the only lock)
+// One writer goroutine calls Append, Roll, ApplyRetention and Close;
+// readers call everything else concurrently. Sync may also run on one
+// other goroutine, concurrently with the writer: it fsyncs the segment
+// active when it starts, holding a reference to it, and a roll syncs the
+// segment it seals, so bytes appended before Sync was called are durable
+// when it returns. Log.failMu guards the failure that stops writes. Log.mu (the only lock)
 // guards the segment list and each segment's size, end offset, max
 // timestamp and in-memory indexes; no file I/O happens under it. Each
 // segment's file is reference counted: the log holds one reference while

@@ -12,7 +12,8 @@ import (
 // Log is one partition's log: a directory of segment files.
 //
 // One goroutine (the partition's acceptor) calls the writing methods
-// (Append, Sync, Roll, ApplyRetention, Close); any number of goroutines may
+// (Append, Roll, ApplyRetention, Close; Sync also from one other
+// goroutine, see Sync); any number of goroutines may
 // call the reading methods (Read, NextOffset, StartOffset, OffsetForTime,
 // MaxTimestamp, ScanHeaders, and the returned Slices) concurrently with it.
 // Storage starts no goroutines.
@@ -30,8 +31,10 @@ type Log struct {
 	segs   []*segment   // oldest first; the last is the active segment
 	closed bool
 
+	failMu sync.Mutex // guards failed; taken alone, never with mu
+	failed error      // the first write-path failure; refuses writes after it
+
 	// Writer-only state (the goroutine calling the writing methods).
-	failed error          // the first write-path failure; refuses writes after it
 	report RecoveryReport // what Open did; immutable afterwards
 	hdrs   []appendBatch  // scratch for Append
 }
@@ -92,8 +95,8 @@ func (l *Log) Segments() int {
 
 // checkWritable returns why the writer may not write, if it may not.
 func (l *Log) checkWritable() error {
-	if l.failed != nil {
-		return l.failed
+	if err := l.failure(); err != nil {
+		return err
 	}
 	l.mu.RLock()
 	closed := l.closed
@@ -106,9 +109,18 @@ func (l *Log) checkWritable() error {
 
 // fail records the first write-path failure and returns it.
 func (l *Log) fail(what string, err error) error {
+	l.failMu.Lock()
+	defer l.failMu.Unlock()
 	if l.failed == nil {
 		l.failed = &failure{what: what, cause: err}
 	}
+	return l.failed
+}
+
+// failure is the first write-path failure, or nil.
+func (l *Log) failure() error {
+	l.failMu.Lock()
+	defer l.failMu.Unlock()
 	return l.failed
 }
 
@@ -187,12 +199,29 @@ func (l *Log) shouldRoll(a *segment, n int64, next int64) bool {
 	return false
 }
 
-// Sync makes every appended byte durable.
+// Sync makes every byte appended before the call durable. Unlike the
+// other writing methods it may run on a second goroutine, concurrently
+// with the writer's Append, Roll and ApplyRetention (the acceptor
+// overlaps an fsync with the next writes this way): it fsyncs the segment
+// that is active when it starts, and a Roll syncs the segment it seals,
+// so bytes appended before the call are durable either way.
 func (l *Log) Sync() error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	a := l.active()
+	l.mu.RLock()
+	var a *segment
+	if !l.closed && len(l.segs) > 0 {
+		a = l.segs[len(l.segs)-1]
+		if !a.acquire() {
+			a = nil
+		}
+	}
+	l.mu.RUnlock()
+	if a == nil {
+		return ErrClosed
+	}
+	defer a.release()
 	if err := a.file.Sync(); err != nil {
 		return l.fail("sync "+a.path, err)
 	}
@@ -243,7 +272,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	var err error
-	if l.failed == nil {
+	if l.failure() == nil {
 		err = l.writeCleanShutdown()
 	}
 	l.mu.Lock()
