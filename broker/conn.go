@@ -38,6 +38,7 @@ type conn struct {
 	nc   net.Conn
 	host string
 	w    *bufio.Writer // used only by writeLoop
+	r    *bufio.Reader // used only by the read loop (serve)
 
 	out        chan *pending // requests in order, to writeLoop
 	writerDone chan struct{} // closed when writeLoop returns
@@ -68,7 +69,7 @@ func newConn(b *Broker, nc net.Conn) *conn {
 		host = nc.RemoteAddr().String()
 	}
 	return &conn{
-		b: b, nc: nc, host: host, w: bufio.NewWriterSize(nc, 64<<10),
+		b: b, nc: nc, host: host, w: bufio.NewWriterSize(nc, 64<<10), r: bufio.NewReaderSize(nc, 64<<10),
 		out: make(chan *pending, maxInFlight), writerDone: make(chan struct{}),
 		idle: true, // no request has started
 	}
@@ -165,7 +166,7 @@ func (c *conn) writeLoop(log *slog.Logger) {
 // until the read deadline that setIdle(true) armed (the idle timeout).
 func (c *conn) readFrame() ([]byte, error) {
 	var size [4]byte
-	if _, err := io.ReadFull(c.nc, size[:1]); err != nil {
+	if _, err := io.ReadFull(c.r, size[:1]); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF
 		}
@@ -176,7 +177,7 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, err
 	}
 	c.setIdle(false)
-	if _, err := io.ReadFull(c.nc, size[1:]); err != nil {
+	if _, err := io.ReadFull(c.r, size[1:]); err != nil {
 		return nil, fmt.Errorf("read request size: %w", err)
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
@@ -187,10 +188,17 @@ func (c *conn) readFrame() ([]byte, error) {
 		c.b.metrics.oversized.Inc()
 		return nil, fmt.Errorf("request of %d bytes exceeds the maximum of %d", n, c.b.cfg.maxRequestBytes)
 	}
-	// Grow the buffer as bytes arrive, so that a size field alone cannot
-	// make the broker allocate MaxRequestBytes.
-	buf := bytes.NewBuffer(make([]byte, 0, min(int(n), 1<<20)))
-	if _, err := io.CopyN(buf, c.nc, int64(n)); err != nil {
+	if n <= 1<<20 {
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(c.r, frame); err != nil {
+			return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
+		}
+		return frame, nil
+	}
+	// Past 1 MiB, grow the buffer as bytes arrive, so that a size field
+	// alone cannot make the broker allocate MaxRequestBytes.
+	buf := bytes.NewBuffer(make([]byte, 0, 1<<20))
+	if _, err := io.CopyN(buf, c.r, int64(n)); err != nil {
 		return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
 	}
 	return buf.Bytes(), nil
