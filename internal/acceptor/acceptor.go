@@ -15,6 +15,7 @@ type partitionLog interface {
 	Append(buf []byte) error
 	Sync() error
 	NextOffset() int64
+	StartOffset() int64
 	ApplyRetention() (removed int, err error)
 }
 
@@ -74,12 +75,16 @@ func start(log partitionLog, cfg Config) *Acceptor {
 	}
 	a.pool.New = func() any { return &waiter{done: make(chan uint8, 1)} }
 	a.run.init(a)
-	next := log.NextOffset()
+	hw := log.NextOffset()
 	if err := log.Sync(); err != nil {
 		a.failure.Store(&failure{cause: fmt.Errorf("sync at start: %w", err)})
 		a.cfg.Metrics.failed()
+		// What the log holds may not be durable (a crashed process can
+		// leave unsynced bytes in the page cache), so readers see none
+		// of it; the partition refuses appends until it is reopened.
+		hw = log.StartOffset()
 	}
-	a.hw.Store(next)
+	a.hw.Store(hw)
 	go a.loop()
 	return a
 }

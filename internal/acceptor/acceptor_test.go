@@ -609,11 +609,15 @@ func TestFailure(t *testing.T) {
 	t.Run("fsync at start fails", func(t *testing.T) {
 		f := newFake(t)
 		f.syncErr = cause
+		f.next = 7 // the log holds offsets 0..6, which may not be durable
 		a := start(f, testConfig(newManualTicker()))
 		defer a.Close()
 		r, _ := mkReq(1, 10, 0, true)
 		if _, err := a.Append(context.Background(), r); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("append: %v, want EIO", err)
+		}
+		if hw := a.HighWatermark(); hw != 0 {
+			t.Fatalf("high watermark %d after a failed start-up fsync, want 0: readers must not see bytes that may not be durable", hw)
 		}
 	})
 }

@@ -97,6 +97,9 @@ func (f *fakeLog) Sync() error {
 	return nil
 }
 
+// StartOffset is 0: the fake never removes anything.
+func (f *fakeLog) StartOffset() int64 { return 0 }
+
 func (f *fakeLog) NextOffset() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
