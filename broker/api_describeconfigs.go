@@ -54,6 +54,10 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t := r.b.lookup(rr.ResourceName)
+			if !r.allowed(opDescribeConfigs, resTopic, rr.ResourceName) {
+				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				break
+			}
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				msg := "topic " + rr.ResourceName + " does not exist"
@@ -80,6 +84,10 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				sr.Configs = append(sr.Configs, c)
 			}
 		case kmsg.ConfigResourceTypeBroker:
+			if !r.allowedCluster(opDescribeConfigs) {
+				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				break
+			}
 			if rr.ResourceName != "" && rr.ResourceName != "0" {
 				sr.ErrorCode = kerr.InvalidRequest.Code
 				msg := "this broker's id is 0"

@@ -9,6 +9,8 @@ package broker
 //   - v3+ with a producer id and epoch (KIP-360, a producer bumping its
 //     epoch after an error): the same id with epoch+1, or a new id when
 //     the epoch would overflow.
+//   - An idempotent producer needs IDEMPOTENT_WRITE on the cluster or
+//     WRITE on some topic (KIP-679), else CLUSTER_AUTHORIZATION_FAILED.
 //   - Transactions are not supported: a transactional id gets
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED (the code Kafka gives a
 //     producer that may not use transactions).
@@ -25,7 +27,17 @@ func init() { register(kmsg.InitProducerID.Int16(), 0, 4, handleInitProducerID) 
 func handleInitProducerID(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if req.TransactionalID == nil && !r.allowedCluster(opIdempotentWrite) && !r.mayWriteAnyTopic() {
+		// KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return resp, nil
+	}
 	if req.TransactionalID != nil {
+		// Unauthorized or not, a transactional id gets
+		// TRANSACTIONAL_ID_AUTHORIZATION_FAILED while Sluice has no
+		// transactions; the check stays for when it does.
+		r.allowed(opWrite, resTxnID, *req.TransactionalID)
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		return resp, nil

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,17 @@ type cfg struct {
 	maxConns          int
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
+
+	// Security (security.go).
+	listeners                    []Listener
+	tlsCert, tlsKey, tlsClientCA string
+	tlsConfig                    *tls.Config
+	saslMechs                    []string
+	authorize                    bool
+	superUsers                   []string
+	allowIfNoACL                 bool
+	bootstrapUser                string
+	bootstrapPassword            string
 }
 
 // Defaults.
@@ -88,7 +100,7 @@ func (c *cfg) validate() error {
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
-	return nil
+	return c.validateSecurity()
 }
 
 // DataDir sets the directory holding every topic, partition log and the
