@@ -1,0 +1,119 @@
+// Package clientauth turns the connection-security settings every Sluice
+// client command takes (--tls-ca, --tls-cert, --tls-key,
+// --sasl-mechanism, --user, --password) into franz-go client options, so
+// that Go programs can connect to a secured Sluice (or Kafka) the same
+// way.
+package clientauth
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Config is how a client connects. The zero value is plaintext without
+// SASL.
+type Config struct {
+	TLS      bool   // use TLS; implied by CAFile, CertFile
+	CAFile   string // PEM CA certificates to trust (default: the system's)
+	CertFile string // PEM client certificate (mutual TLS), with KeyFile
+	KeyFile  string
+
+	// SASLMechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty with
+	// a User means SCRAM-SHA-512.
+	SASLMechanism string
+	User          string
+	Password      string
+}
+
+// FromEnv fills the fields that are empty from SLUICE_TLS_CA,
+// SLUICE_USER and SLUICE_PASSWORD.
+func (c *Config) FromEnv() {
+	if c.CAFile == "" {
+		c.CAFile = os.Getenv("SLUICE_TLS_CA")
+	}
+	if c.User == "" {
+		c.User = os.Getenv("SLUICE_USER")
+	}
+	if c.Password == "" {
+		c.Password = os.Getenv("SLUICE_PASSWORD")
+	}
+}
+
+// TLSConfig returns the client TLS configuration, or nil when TLS is not
+// used.
+func (c Config) TLSConfig() (*tls.Config, error) {
+	if !c.TLS && c.CAFile == "" && c.CertFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", c.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// Mechanism returns the SASL mechanism, or nil when no user is set.
+func (c Config) Mechanism() (sasl.Mechanism, error) {
+	if c.User == "" {
+		if c.SASLMechanism != "" {
+			return nil, fmt.Errorf("--sasl-mechanism %s needs --user (or SLUICE_USER)", c.SASLMechanism)
+		}
+		return nil, nil
+	}
+	switch strings.ToUpper(c.SASLMechanism) {
+	case "PLAIN":
+		return plain.Auth{User: c.User, Pass: c.Password}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: c.User, Pass: c.Password}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512", "":
+		return scram.Auth{User: c.User, Pass: c.Password}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASLMechanism)
+}
+
+// Opts returns the franz-go options for the configuration.
+func (c Config) Opts() ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	t, err := c.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	if t != nil {
+		opts = append(opts, kgo.DialTLSConfig(t))
+	}
+	m, err := c.Mechanism()
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
