@@ -128,7 +128,7 @@ func (c *conn) authenticated() {
 // failAuth waits the failed-authentication delay for the client's
 // address (cut short when the broker closes).
 func (c *conn) failAuth(r *request) {
-	d := c.b.fails.failed(c.host, time.Now())
+	d := c.b.fails.failed(c.host, time.Now(), c.b.cfg.authFailBase)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

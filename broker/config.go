@@ -45,6 +45,7 @@ type cfg struct {
 	allowIfNoACL                 bool
 	bootstrapUser                string
 	bootstrapPassword            string
+	authFailBase                 time.Duration // first failed-authentication delay (tests shorten it)
 }
 
 // Defaults.
@@ -67,6 +68,7 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		authFailBase:      authFailBase,
 	}
 }
 

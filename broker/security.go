@@ -357,8 +357,9 @@ type authFail struct {
 	last time.Time
 }
 
-// failed records a failure from host and returns how long to delay the answer.
-func (f *authFailures) failed(host string, now time.Time) time.Duration {
+// failed records a failure from host and returns how long to delay the
+// answer, starting from base.
+func (f *authFailures) failed(host string, now time.Time, base time.Duration) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.hosts == nil {
@@ -380,12 +381,12 @@ func (f *authFailures) failed(host string, now time.Time) time.Duration {
 	if len(f.hosts) < authFailHosts || a.n > 1 {
 		f.hosts[host] = a
 	}
-	return failDelay(a.n)
+	return failDelay(a.n, base)
 }
 
 // failDelay is the delay after the nth failure in a row.
-func failDelay(n int) time.Duration {
-	d := authFailBase
+func failDelay(n int, base time.Duration) time.Duration {
+	d := base
 	for i := 1; i < n && d < authFailMax; i++ {
 		d *= 2
 	}
