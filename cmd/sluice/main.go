@@ -42,6 +42,10 @@ func main() {
 		err = consumeCmd(os.Args[2:], os.Stdout)
 	case "group":
 		err = groupCmd(os.Args[2:], os.Stdout)
+	case "bench":
+		cmd := newBenchCmd()
+		cmd.SetArgs(os.Args[2:])
+		err = cmd.Execute()
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
