@@ -117,3 +117,21 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 	}
 	return opts, nil
 }
+
+// FlagSet is what AddFlags needs of a flag set; both the standard
+// library's *flag.FlagSet and pflag's *pflag.FlagSet (cobra) have it.
+type FlagSet interface {
+	StringVar(p *string, name, value, usage string)
+}
+
+// AddFlags registers --tls-ca, --tls-cert, --tls-key, --sasl-mechanism,
+// --user and --password on fs, with defaults from SLUICE_TLS_CA,
+// SLUICE_USER and SLUICE_PASSWORD.
+func (c *Config) AddFlags(fs FlagSet) {
+	fs.StringVar(&c.CAFile, "tls-ca", os.Getenv("SLUICE_TLS_CA"), "PEM CA certificate to trust; turns TLS on (env SLUICE_TLS_CA)")
+	fs.StringVar(&c.CertFile, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
+	fs.StringVar(&c.KeyFile, "tls-key", "", "PEM key of --tls-cert")
+	fs.StringVar(&c.SASLMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default SCRAM-SHA-512 when --user is set)")
+	fs.StringVar(&c.User, "user", os.Getenv("SLUICE_USER"), "SASL user (env SLUICE_USER)")
+	fs.StringVar(&c.Password, "password", os.Getenv("SLUICE_PASSWORD"), "SASL password (env SLUICE_PASSWORD; prefer it to the flag, which other users can see)")
+}

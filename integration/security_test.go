@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -545,4 +546,72 @@ func TestSecureKcat(t *testing.T) {
 
 func kcatCmd(ctx context.Context, kcat string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, kcat, args...)
+}
+
+// TestSecureReloadKeepsConnections: ReloadTLS (what SIGHUP does) swaps
+// the certificate for new handshakes while an open connection keeps
+// working.
+func TestSecureReloadKeepsConnections(t *testing.T) {
+	s := startSecured(t)
+	adm := s.admin(t)
+	createSecTopic(t, adm, "reload")
+	cl := s.client(t, s.sasl, s.certs.ClientTLS(t, ""), scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism())
+	ctx := ctxT(t, 20*time.Second)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "reload", Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	peerCN := func() string {
+		c, err := tls.Dial("tcp", s.sasl, s.certs.ClientTLS(t, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if cn := peerCN(); cn != "sluice-test-server" {
+		t.Fatalf("server certificate CN %q before reload", cn)
+	}
+	// A raw connection opened before the reload must keep working after it.
+	open, err := tls.Dial("tcp", s.sasl, s.certs.ClientTLS(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	apiVersions := func() {
+		t.Helper()
+		open.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := open.Write(append(apiVersionsFrame(), 0, 18, 0, 0, 0, 0, 0, 7, 0xff, 0xff)); err != nil {
+			t.Fatal(err)
+		}
+		var hdr [8]byte
+		if _, err := io.ReadFull(open, hdr[:]); err != nil || binary.BigEndian.Uint32(hdr[4:]) != 7 {
+			t.Fatalf("ApiVersions on the open connection: %v", err)
+		}
+		if _, err := io.CopyN(io.Discard, open, int64(binary.BigEndian.Uint32(hdr[:]))-4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apiVersions()
+	// Overwrite the files the broker was started with, then reload.
+	s.certs.Issue(t, "server", "sluice-reloaded-server", true)
+	if err := s.b.ReloadTLS(); err != nil {
+		t.Fatal(err)
+	}
+	if cn := peerCN(); cn != "sluice-reloaded-server" {
+		t.Fatalf("server certificate CN %q after reload, want the new one", cn)
+	}
+	apiVersions()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "reload", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("the open connection failed after the reload: %v", err)
+	}
+	// A broken file keeps the old certificate.
+	if err := os.WriteFile(s.certs.ServerCert, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.b.ReloadTLS(); err == nil {
+		t.Fatal("ReloadTLS accepted a broken certificate file")
+	}
+	if cn := peerCN(); cn != "sluice-reloaded-server" {
+		t.Fatalf("after a failed reload the CN is %q", cn)
+	}
 }

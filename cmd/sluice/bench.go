@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sluice/clientauth"
 	"sluice/internal/bench"
 )
 
@@ -37,6 +38,7 @@ type benchCommon struct {
 	pid      int
 	interval time.Duration
 	asJSON   bool
+	sec      clientauth.Config
 }
 
 func (c *benchCommon) add(cmd *cobra.Command) {
@@ -46,6 +48,16 @@ func (c *benchCommon) add(cmd *cobra.Command) {
 	f.IntVar(&c.pid, "broker-pid", 0, "process id of a local broker: report its CPU time per record and memory")
 	f.DurationVar(&c.interval, "interval", time.Second, "progress line interval (0: none)")
 	f.BoolVar(&c.asJSON, "json", false, "print the summary as one JSON object on stdout")
+	c.sec.AddFlags(f)
+}
+
+// clientOpts are the seed brokers and the connection-security options.
+func (c *benchCommon) clientOpts() ([]kgo.Opt, error) {
+	sec, err := c.sec.Opts()
+	if err != nil {
+		return nil, err
+	}
+	return append([]kgo.Opt{kgo.SeedBrokers(strings.Split(c.brokers, ",")...)}, sec...), nil
 }
 
 func (c *benchCommon) report(out io.Writer, what string, res bench.Result) error {
@@ -72,7 +84,10 @@ func newBenchProduceCmd() *cobra.Command {
   sluice bench produce -t bench --partitions 256 --rate 50000 --compression zstd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(common.brokers, ",")...)}
+			opts, err := common.clientOpts()
+			if err != nil {
+				return usageErr(err)
+			}
 			switch acks {
 			case "all", "-1":
 				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -140,9 +155,11 @@ func newBenchConsumeCmd() *cobra.Command {
 		Example: `  sluice bench consume -t bench`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := append([]kgo.Opt{kgo.SeedBrokers(strings.Split(common.brokers, ",")...)},
-				bench.ConsumeClientOpts(common.topic)...)
-			cl, err := kgo.NewClient(opts...)
+			opts, err := common.clientOpts()
+			if err != nil {
+				return usageErr(err)
+			}
+			cl, err := kgo.NewClient(append(opts, bench.ConsumeClientOpts(common.topic)...)...)
 			if err != nil {
 				return err
 			}

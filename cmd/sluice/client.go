@@ -30,15 +30,28 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/clientauth"
 )
 
-// brokersFlag adds -b, defaulting to SLUICE_BROKERS or the default listen address.
+// brokersFlag adds -b, defaulting to SLUICE_BROKERS or the default
+// listen address, and the connection-security flags (clientauth).
 func brokersFlag(fs *flag.FlagSet) *string {
+	security.AddFlags(fs)
 	return fs.String("b", envOr("SLUICE_BROKERS", "127.0.0.1:9092"), "comma-separated seed brokers (env SLUICE_BROKERS)")
 }
 
+// security is how client commands connect (the flags brokersFlag adds);
+// one command runs per process.
+var security clientauth.Config
+
 func newClient(brokers string, opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(brokers, ",")...)}, opts...)...)
+	sec, err := security.Opts()
+	if err != nil {
+		return nil, err
+	}
+	all := append([]kgo.Opt{kgo.SeedBrokers(strings.Split(brokers, ",")...)}, sec...)
+	return kgo.NewClient(append(all, opts...)...)
 }
 
 // multiFlag collects a repeated flag.

@@ -20,9 +20,13 @@ commands:
   produce   write stdin lines as records, acks=all (sluice produce -t TOPIC -K :)
   consume   print records (sluice consume -t TOPIC -e, or -G GROUP)
   group     list groups, or describe their members and lag
+  user      create, delete or list SCRAM users (sluice user create NAME --password PW)
+  acl       create, list or delete ACLs with rpk's flags (sluice acl create --allow-principal User:NAME --operation read --topic T)
 
 Client commands take -b BROKERS (env SLUICE_BROKERS, default 127.0.0.1:9092)
-and work against any Kafka-compatible broker.
+and work against any Kafka-compatible broker; over TLS and SASL with
+--tls-ca FILE, --tls-cert/--tls-key, --sasl-mechanism, --user, --password
+(env SLUICE_TLS_CA, SLUICE_USER, SLUICE_PASSWORD).
 `
 
 func main() {
@@ -42,6 +46,13 @@ func main() {
 		err = consumeCmd(os.Args[2:], os.Stdout)
 	case "group":
 		err = groupCmd(os.Args[2:], os.Stdout)
+	case "user", "acl":
+		cmd := newUserCmd()
+		if os.Args[1] == "acl" {
+			cmd = newACLCmd()
+		}
+		cmd.SetArgs(os.Args[2:])
+		err = cmd.Execute()
 	case "bench":
 		cmd := newBenchCmd()
 		cmd.SetArgs(os.Args[2:])

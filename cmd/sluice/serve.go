@@ -36,6 +36,8 @@ func serve(args []string) error {
 	partitions := fs.Int("partitions", envInt("SLUICE_PARTITIONS", 1), "partitions of auto-created topics (env SLUICE_PARTITIONS)")
 	metrics := fs.String("metrics", envOr("SLUICE_METRICS", ""), "serve Prometheus metrics at http://ADDR/metrics; off when empty (env SLUICE_METRICS)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
+	var sec serveSecurity
+	sec.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,7 +69,11 @@ func serve(args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	b, err := broker.New(
+	secOpts, err := sec.opts()
+	if err != nil {
+		return err
+	}
+	b, err := broker.New(append([]broker.Opt{
 		broker.DataDir(*data),
 		broker.ListenAddr(*listen),
 		broker.AdvertiseAddr(*advertise),
@@ -76,7 +82,7 @@ func serve(args []string) error {
 		broker.DefaultPartitions(int32(*partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
-	)
+	}, secOpts...)...)
 	if err != nil {
 		return err
 	}
@@ -103,6 +109,8 @@ func serve(args []string) error {
 		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 
+	stopHUP := reloadOnHUP(b, &sec, logger)
+	defer stopHUP()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
