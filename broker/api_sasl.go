@@ -41,7 +41,7 @@ func init() {
 }
 
 // errAuthFailed closes a connection whose authentication failed.
-var errAuthFailed = errors.New("authentication failed")
+var errAuthFailed = errors.New("SASL")
 
 // admit refuses a request the connection may not send yet.
 func (c *conn) admit(key int16) error {

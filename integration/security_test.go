@@ -615,3 +615,155 @@ func TestSecureReloadKeepsConnections(t *testing.T) {
 		t.Fatalf("after a failed reload the CN is %q", cn)
 	}
 }
+
+// roundTrip sends one request over nc and decodes the response.
+func roundTrip(t *testing.T, nc net.Conn, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	body := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
+	body = binary.BigEndian.AppendUint32(body, 42)
+	body = append(body, 0xff, 0xff)
+	if req.IsFlexible() {
+		body = append(body, 0)
+	}
+	body = req.AppendTo(body)
+	if _, err := nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+		t.Fatal(err)
+	}
+	var hdr [8]byte
+	if _, err := io.ReadFull(nc, hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	resp := make([]byte, binary.BigEndian.Uint32(hdr[:])-4)
+	if _, err := io.ReadFull(nc, resp); err != nil {
+		t.Fatal(err)
+	}
+	kr := req.ResponseKind()
+	if kr.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
+		resp = resp[1:]
+	}
+	if err := kr.ReadFrom(resp); err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+// TestSecureListenersAdvertise: Metadata and FindCoordinator answer with
+// the advertised address of the listener the client connected through;
+// TLS below 1.2 is refused.
+func TestSecureListenersAdvertise(t *testing.T) {
+	certs := brokertest.NewCerts(t, "adv-ca")
+	b := brokertest.Start(t,
+		broker.Listeners(
+			broker.Listener{Protocol: broker.Plaintext, Addr: "127.0.0.1:0", Advertise: "plain.example:1111"},
+			broker.Listener{Protocol: broker.SSL, Addr: "127.0.0.1:0", Advertise: "tls.example:2222"}),
+		broker.TLSFiles(certs.ServerCert, certs.ServerKey, ""))
+	plain, err := net.Dial("tcp", b.ListenerAddr(broker.Plaintext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	secure, err := tls.Dial("tcp", b.ListenerAddr(broker.SSL), certs.ClientTLS(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secure.Close()
+	for _, tc := range []struct {
+		nc   net.Conn
+		host string
+		port int32
+	}{{plain, "plain.example", 1111}, {secure, "tls.example", 2222}} {
+		md := kmsg.NewPtrMetadataRequest()
+		md.Version = 9
+		mr := roundTrip(t, tc.nc, md).(*kmsg.MetadataResponse)
+		if len(mr.Brokers) != 1 || mr.Brokers[0].Host != tc.host || mr.Brokers[0].Port != tc.port {
+			t.Fatalf("Metadata brokers %+v, want %s:%d", mr.Brokers, tc.host, tc.port)
+		}
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.Version, fc.CoordinatorKey = 3, "g"
+		fr := roundTrip(t, tc.nc, fc).(*kmsg.FindCoordinatorResponse)
+		if fr.ErrorCode != 0 || fr.Host != tc.host || fr.Port != tc.port {
+			t.Fatalf("FindCoordinator %+v, want %s:%d", fr, tc.host, tc.port)
+		}
+		dc := kmsg.NewPtrDescribeClusterRequest()
+		dr := roundTrip(t, tc.nc, dc).(*kmsg.DescribeClusterResponse)
+		if len(dr.Brokers) != 1 || dr.Brokers[0].Host != tc.host || dr.Brokers[0].Port != tc.port {
+			t.Fatalf("DescribeCluster brokers %+v, want %s:%d", dr.Brokers, tc.host, tc.port)
+		}
+	}
+	old := certs.ClientTLS(t, "")
+	old.MinVersion, old.MaxVersion = tls.VersionTLS10, tls.VersionTLS11
+	if c, err := tls.Dial("tcp", b.ListenerAddr(broker.SSL), old); err == nil {
+		c.Close()
+		t.Fatal("a TLS 1.1 client completed a handshake")
+	}
+}
+
+// TestSecureBootstrapUserOnlyWhenEmpty: SLUICE_BOOTSTRAP_USER's user is
+// created on a fresh store and never again once credentials exist.
+func TestSecureBootstrapUserOnlyWhenEmpty(t *testing.T) {
+	certs := brokertest.NewCerts(t, "boot-ca")
+	dir := t.TempDir()
+	start := func(pw string) *broker.Broker {
+		b, err := broker.New(broker.DataDir(dir),
+			broker.Listeners(broker.Listener{Protocol: broker.SASLSSL, Addr: "127.0.0.1:0"}),
+			broker.TLSFiles(certs.ServerCert, certs.ServerKey, ""), broker.BootstrapUser("admin", pw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	login := func(b *broker.Broker, pw string) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DialTLSConfig(certs.ClientTLS(t, "")),
+			kgo.SASL(scram.Auth{User: "admin", Pass: pw}.AsSha256Mechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		return cl.Ping(ctxT(t, 20*time.Second))
+	}
+	b := start("first-pw")
+	if err := login(b, "first-pw"); err != nil {
+		t.Fatalf("bootstrap user cannot log in: %v", err)
+	}
+	b.Close()
+	b = start("second-pw")
+	defer b.Close()
+	if err := login(b, "first-pw"); err != nil {
+		t.Fatalf("after restart the first password fails: %v", err)
+	}
+	if err := login(b, "second-pw"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a second bootstrap replaced the password: %v", err)
+	}
+}
+
+// TestSecureSaramaPlainV0: sarama with SaslHandshake v0 (bare SASL
+// tokens after the handshake) and PLAIN produces over SASL_SSL.
+func TestSecureSaramaPlainV0(t *testing.T) {
+	s := startSecured(t)
+	createSecTopic(t, s.admin(t), "v0")
+	c := saramaConfig()
+	c.Net.TLS.Enable, c.Net.TLS.Config = true, s.certs.ClientTLS(t, "")
+	c.Net.SASL.Enable, c.Net.SASL.Handshake = true, true
+	c.Net.SASL.Version = sarama.SASLHandshakeV0
+	c.ApiVersionsRequest = false // sarama's rule for v0
+	c.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	c.Net.SASL.User, c.Net.SASL.Password = "admin", "admin-secret"
+	sp, err := sarama.NewSyncProducer([]string{s.sasl}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if _, off, err := sp.SendMessage(&sarama.ProducerMessage{Topic: "v0", Partition: 0, Value: sarama.StringEncoder("bare tokens")}); err != nil || off != 0 {
+		t.Fatalf("sarama PLAIN v0 produce: offset %d, %v", off, err)
+	}
+	c.Net.SASL.Password = "wrong"
+	if cl, err := sarama.NewClient([]string{s.sasl}, c); err == nil {
+		cl.Close()
+		t.Fatal("sarama PLAIN v0 with a wrong password connected")
+	}
+}
