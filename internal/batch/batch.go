@@ -71,7 +71,7 @@ func (h *Header) Size() int { return int(h.Length) + LengthOffset }
 func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // Compression is the codec in the attributes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
-func (h *Header) Compression() int8 { return int8(h.Attributes & 0x07) }
+func (h *Header) Compression() Codec { return Codec(h.Attributes & 0x07) }
 
 // Transactional reports the transactional attribute bit.
 func (h *Header) Transactional() bool { return h.Attributes&0x10 != 0 }
