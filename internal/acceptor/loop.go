@@ -21,10 +21,10 @@ type runState struct {
 	buf       []byte         // coalescing buffer, capacity cfg.BufferSize, reused
 	bufHdrs   []batch.Header // headers of the batches in buf, in order
 	scratch   []batch.Header // headers of a request the acceptor parsed itself
-	pending   []*waiter // appends written by the next write: copied into buf, or about to be written as-is
-	unsynced  []*waiter // written durable appends waiting for fsync (FsyncAlways)
-	sinceSync int       // appends written since the last fsync started
-	failed    *failure  // set once; every later append fails with it
+	pending   []*waiter      // appends written by the next write: copied into buf, or about to be written as-is
+	unsynced  []*waiter      // written durable appends waiting for fsync (FsyncAlways)
+	sinceSync int            // appends written since the last fsync started
+	failed    *failure       // set once; every later append fails with it
 
 	// The fsync runs on the sync goroutine (syncLoop), so the run
 	// goroutine keeps taking and writing appends meanwhile. At most one
