@@ -130,8 +130,8 @@ func compress(dst, src []byte, c Codec) ([]byte, error) {
 }
 
 // decompress appends src decompressed with c to dst, refusing to produce
-// more than MaxDecompressed bytes.
-func decompress(dst, src []byte, c Codec) ([]byte, error) {
+// more than limit bytes.
+func decompress(dst, src []byte, c Codec, limit int) ([]byte, error) {
 	switch c {
 	case CodecNone:
 		return append(dst, src...), nil
@@ -147,46 +147,46 @@ func decompress(dst, src []byte, c Codec) ([]byte, error) {
 			return dst, fmt.Errorf("%w: gzip: %w", ErrCodec, err)
 		}
 		defer gzipReaders.Put(r)
-		return readLimited(dst, r, "gzip")
+		return readLimited(dst, r, "gzip", limit)
 	case CodecSnappy:
 		if bytes.HasPrefix(src, xerialMagic) {
-			return unxerial(dst, src)
+			return unxerial(dst, src, limit)
 		}
-		return unsnappy(dst, src)
+		return unsnappy(dst, src, limit)
 	case CodecLZ4:
 		r := lz4Readers.Get().(*lz4.Reader)
 		defer lz4Readers.Put(r)
 		r.Reset(bytes.NewReader(src))
-		return readLimited(dst, r, "lz4")
+		return readLimited(dst, r, "lz4", limit)
 	case CodecZstd:
 		_, dec := zstdCodecs()
 		out, err := dec.DecodeAll(src, dst)
 		if err != nil {
 			return dst, fmt.Errorf("%w: zstd: %w", ErrCodec, err)
 		}
-		if len(out)-len(dst) > MaxDecompressed {
-			return dst, fmt.Errorf("%w: zstd: more than %d bytes", ErrCodec, MaxDecompressed)
+		if len(out)-len(dst) > limit {
+			return dst, fmt.Errorf("%w: zstd: more than %d bytes", ErrCodec, limit)
 		}
 		return out, nil
 	}
 	return dst, fmt.Errorf("%w: unknown codec %d", ErrCodec, c)
 }
 
-func readLimited(dst []byte, r io.Reader, name string) ([]byte, error) {
+func readLimited(dst []byte, r io.Reader, name string, limit int) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
-	n, err := buf.ReadFrom(io.LimitReader(r, MaxDecompressed+1))
+	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return dst, fmt.Errorf("%w: %s: %w", ErrCodec, name, err)
 	}
-	if n > MaxDecompressed {
-		return dst, fmt.Errorf("%w: %s: more than %d bytes", ErrCodec, name, MaxDecompressed)
+	if n > int64(limit) {
+		return dst, fmt.Errorf("%w: %s: more than %d bytes", ErrCodec, name, limit)
 	}
 	return buf.Bytes(), nil
 }
 
-func unsnappy(dst, src []byte) ([]byte, error) {
+func unsnappy(dst, src []byte, limit int) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
-	if err != nil || n > MaxDecompressed-len(dst) || n < 0 {
+	if err != nil || n > limit || n < 0 {
 		return dst, fmt.Errorf("%w: snappy block: length %d: %v", ErrCodec, n, err)
 	}
 	at := len(dst)
@@ -198,7 +198,7 @@ func unsnappy(dst, src []byte) ([]byte, error) {
 	return dst, nil
 }
 
-func unxerial(dst, src []byte) ([]byte, error) {
+func unxerial(dst, src []byte, limit int) ([]byte, error) {
 	if len(src) < len(xerialHeader) {
 		return dst, fmt.Errorf("%w: snappy: xerial header cut short", ErrCodec)
 	}
@@ -214,11 +214,8 @@ func unxerial(dst, src []byte) ([]byte, error) {
 			return dst[:start], fmt.Errorf("%w: snappy: xerial block of %d bytes, %d left", ErrCodec, n, len(src))
 		}
 		var err error
-		if dst, err = unsnappy(dst, src[:n]); err != nil {
+		if dst, err = unsnappy(dst, src[:n], limit-(len(dst)-start)); err != nil {
 			return dst[:start], err
-		}
-		if len(dst)-start > MaxDecompressed {
-			return dst[:start], fmt.Errorf("%w: snappy: more than %d bytes", ErrCodec, MaxDecompressed)
 		}
 		src = src[n:]
 	}

@@ -26,12 +26,18 @@ type Params struct {
 	// compressing them would not make them smaller, as Kafka's producers
 	// may.
 	SkipCodecIfLarger bool
-	LogAppendTime     bool
-	Transactional     bool
-	Control           bool
-	ProducerID        int64 // -1: none
-	ProducerEpoch     int16 // -1: none
-	BaseSequence      int32 // -1: none
+	// Compress, when set, compresses the encoded records in place of the
+	// built-in codecs (Codec is then ignored): it returns the compressed
+	// bytes and their codec, or CodecNone to store them uncompressed. out
+	// is copied before Compress is called again. The producer uses it to
+	// keep its client's compression levels.
+	Compress      func(src []byte) (out []byte, c Codec)
+	LogAppendTime bool
+	Transactional bool
+	Control       bool
+	ProducerID    int64 // -1: none
+	ProducerEpoch int16 // -1: none
+	BaseSequence  int32 // -1: none
 	// LastOffsetDelta is kept when it is above the last record's offset
 	// delta (a compacted batch keeps its offset range, and an emptied one
 	// its producer's last sequence).
@@ -107,7 +113,7 @@ func Append(dst []byte, p *Params, recs []Record) ([]byte, error) {
 
 	start := len(dst)
 	dst = append(dst, make([]byte, HeaderSize)...)
-	if p.Codec == CodecNone {
+	if p.Codec == CodecNone && p.Compress == nil {
 		for i := range recs {
 			dst = appendRecord(dst, &recs[i], baseTs)
 		}
@@ -117,16 +123,24 @@ func Append(dst []byte, p *Params, recs []Record) ([]byte, error) {
 		for i := range recs {
 			body = appendRecord(body, &recs[i], baseTs)
 		}
-		var err error
-		dst, err = compress(dst, body, p.Codec)
-		if err != nil {
-			return dst[:start], err
-		}
-		if p.SkipCodecIfLarger && len(dst)-start-HeaderSize >= len(body) {
-			dst = append(dst[:start+HeaderSize], body...)
+		codec := p.Codec
+		if p.Compress != nil {
+			var out []byte
+			out, codec = p.Compress(body)
+			if codec == CodecNone {
+				out = body
+			}
+			dst = append(dst, out...)
 		} else {
-			attrs |= int16(p.Codec) & AttrCodecMask
+			var err error
+			if dst, err = compress(dst, body, codec); err != nil {
+				return dst[:start], err
+			}
 		}
+		if codec != CodecNone && p.SkipCodecIfLarger && len(dst)-start-HeaderSize >= len(body) {
+			dst, codec = append(dst[:start+HeaderSize], body...), CodecNone
+		}
+		attrs |= int16(codec) & AttrCodecMask
 		*sp = body
 		scratch.Put(sp)
 	}

@@ -177,7 +177,7 @@ func Records(h *Header, raw []byte, fn func(r *Record) error) error {
 	body := raw[HeaderSize:h.Size()]
 	if c := h.Compression(); c != CodecNone {
 		var err error
-		if body, err = decompress(nil, body, c); err != nil {
+		if body, err = decompress(nil, body, c, MaxDecompressed); err != nil {
 			return err
 		}
 	}
