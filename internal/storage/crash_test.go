@@ -259,3 +259,44 @@ func TestAppendRejectsBadInput(t *testing.T) {
 		t.Fatalf("good append after rejections: %v", err)
 	}
 }
+
+// TestAppendWithHeaders: headers a caller parsed are trusted (no CRC
+// pass) but must add up to the bytes and continue the log; any other
+// list writes nothing. The index and timestamps come from the headers.
+func TestAppendWithHeaders(t *testing.T) {
+	l := mustOpen(t, vfs.NewMem(), dir, Config{})
+	defer l.Close()
+	one, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, 1), 0)
+	two, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 10, 50), 3)
+	buf := append(append([]byte(nil), one...), two...)
+	h1, _ := batch.Validate(one)
+	h2, _ := batch.Validate(two)
+	gap := h2
+	gap.BaseOffset = 9
+	cases := []struct {
+		name string
+		hs   []batch.Header
+	}{
+		{"too few", []batch.Header{h1}},
+		{"too many", []batch.Header{h1, h2, h2}},
+		{"offset gap", []batch.Header{h1, gap}},
+		{"empty list", []batch.Header{}},
+	}
+	for _, c := range cases {
+		if err := l.Append(buf, c.hs); !errors.Is(err, ErrBadAppend) {
+			t.Fatalf("%s: Append = %v, want ErrBadAppend", c.name, err)
+		}
+		if l.NextOffset() != 0 || l.Size() != 0 {
+			t.Fatalf("%s: rejected append changed the log", c.name)
+		}
+	}
+	if err := l.Append(buf, []batch.Header{h1, h2}); err != nil {
+		t.Fatalf("Append with headers: %v", err)
+	}
+	if ts, off := l.MaxTimestamp(); l.NextOffset() != 5 || ts != 51 || off != 3 {
+		t.Fatalf("next %d, max timestamp %d at %d; want 5, 51 at 3 (the batch holding it)", l.NextOffset(), ts, off)
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, buf) {
+		t.Fatalf("log holds %d bytes that differ from the %d appended", len(got), len(buf))
+	}
+}
