@@ -1,5 +1,16 @@
-// Package batch reads and checks the fixed header of a Kafka RecordBatch
-// (magic 2), the unit Sluice stores on disk byte for byte.
+// Package batch is the one place in Sluice that parses, validates,
+// encodes and rewrites Kafka RecordBatches (magic 2), the unit Sluice
+// stores on disk byte for byte (only the base offset is rewritten, and it
+// lies outside the CRC).
+//
+//   - Validate / Split / ParseHeader: the fixed header, CRC32C, lengths.
+//   - Append: the encoder (records, producer fields, transactional and
+//     control bits, codec) used by the producer, the group store and the
+//     test helpers.
+//   - Records / DecodeRecords: the record decoder, decompressing gzip,
+//     snappy (raw or xerial-framed), lz4 (frame) and zstd.
+//   - Rewrite: re-encode a batch keeping some records (compaction).
+//   - AppendMarker / ParseMarker: KIP-98 COMMIT/ABORT control batches.
 //
 // Layout of the 61-byte header (big-endian):
 //
@@ -17,7 +28,18 @@
 //	 51     2  producerEpoch
 //	 53     4  baseSequence
 //	 57     4  recordCount
-//	 61     …  records
+//	 61     …  records (compressed as a whole when the codec is not 0)
+//
+// Each record (varint: zig-zag, as protobuf's sint):
+//
+//	length varint (bytes after it), attributes int8, timestampDelta varlong,
+//	offsetDelta varint, keyLength varint (-1 null), key,
+//	valueLength varint (-1 null), value, headerCount varint,
+//	headers: keyLength varint, key (a string), valueLength varint (-1 null), value
+//
+// A control batch (attributes bit 5, always with bit 4, transactional)
+// holds one record: key = version int16 (0), type int16 (0 ABORT,
+// 1 COMMIT); value = version int16 (0), coordinatorEpoch int32.
 package batch
 
 import (
