@@ -88,7 +88,7 @@ func (cf *clientFlags) kgoOpts(seeds []string) []kgo.Opt {
 		kgo.RetryTimeout(cf.timeout),
 		kgo.RequestTimeoutOverhead(cf.timeout),
 		kgo.ProduceRequestTimeout(cf.timeout),
-		kgo.RecordDeliveryTimeout(cf.timeout),
+		kgo.RecordDeliveryTimeout(max(cf.timeout, time.Second)), // kgo's minimum
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.ClientID("sluice-cli"),
 	}

@@ -10,11 +10,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -90,9 +93,10 @@ func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
 }
 
 // run executes the command line args with the given streams and returns
-// the exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// the exit code; commands stop when ctx is done.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
+	root.SetContext(ctx)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -116,5 +120,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// SIGINT and SIGTERM end client commands and start serve's graceful
+	// shutdown; serve then restores the default handling so that a
+	// second signal kills the process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
 
 	"sluice/broker"
 	"sluice/internal/acceptor"
@@ -147,4 +147,3 @@ func serve(ctx context.Context, o serveOptions) error {
 	logger.Info("stopped cleanly")
 	return nil
 }
-

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -18,14 +20,21 @@ import (
 )
 
 // TestMain lets the test binary stand in for the sluice command: with
-// SLUICE_TEST_MAIN set it runs main with the remaining arguments.
+// SLUICE_TEST_MAIN=1 in its environment it runs main with its arguments.
 func TestMain(m *testing.M) {
 	if os.Getenv("SLUICE_TEST_MAIN") == "1" {
-		os.Args = append([]string{"sluice"}, strings.Fields(os.Getenv("SLUICE_TEST_ARGS"))...)
 		main()
 		os.Exit(0)
 	}
+	flag.Parse()
 	goleak.VerifyTestMain(m)
+}
+
+// sluiceCmd returns a command running the test binary as sluice with args.
+func sluiceCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1")
+	return cmd
 }
 
 func freeAddr(t *testing.T) string {
@@ -42,9 +51,8 @@ func freeAddr(t *testing.T) string {
 // variables, and waits until it accepts connections.
 func startServe(t *testing.T, dir, addr string, extraEnv ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS=serve",
-		"SLUICE_DATA="+dir, "SLUICE_LISTEN="+addr)
+	cmd := sluiceCmd("serve")
+	cmd.Env = append(cmd.Env, "SLUICE_DATA="+dir, "SLUICE_LISTEN="+addr)
 	cmd.Env = append(cmd.Env, extraEnv...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -155,13 +163,13 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
 	}
 	for _, c := range cases {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS="+c.args,
-			"SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t))
+		cmd := sluiceCmd(strings.Fields(c.args)...)
+		cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t))
 		cmd.Env = append(cmd.Env, c.env...)
 		out, err := cmd.CombinedOutput()
-		if err == nil {
-			t.Errorf("%v %s: exited 0, want an error", c.env, c.args)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v %s: exited with %v, want exit code 2 (bad usage)", c.env, c.args, err)
 			continue
 		}
 		if !strings.Contains(string(out), c.want) {
