@@ -46,7 +46,7 @@ record instead.`,
 	cf := addClientFlags(cmd)
 	fs := cmd.Flags()
 	topic := fs.StringP("topic", "t", "", "topic to read (required)")
-	partitions := fs.Int32SliceP("partitions", "p", nil, "partitions to read, comma-separated (default all; not with -G)")
+	partitions := fs.StringP("partitions", "p", "", "read only these partitions, comma-separated `LIST` (default all; not with -G)")
 	offset := fs.StringP("offset", "o", "beginning", "start: beginning, end, N, -N or @TIMESTAMP")
 	count := fs.IntP("count", "c", 0, "exit after this many records (0: no limit)")
 	exitAtEnd := fs.BoolP("exit", "e", false, "exit at the end of every partition")
@@ -61,7 +61,11 @@ record instead.`,
 		if err != nil {
 			return err
 		}
-		if *group != "" && len(*partitions) > 0 {
+		only, err := parsePartitions(*partitions)
+		if err != nil {
+			return err
+		}
+		if *group != "" && len(only) > 0 {
 			return usagef("consume: -p and -G do not go together: a group assigns partitions to its members")
 		}
 		if *count < 0 {
@@ -80,9 +84,25 @@ record instead.`,
 		defer c.Close()
 		con := &consumer{c: c, cmd: cmd, topic: *topic, group: *group, spec: spec,
 			count: *count, exit: *exitAtEnd, out: out}
-		return con.run(*partitions)
+		return con.run(only)
 	}
 	return cmd
+}
+
+// parsePartitions parses a -p list such as 0,2,5.
+func parsePartitions(list string) ([]int32, error) {
+	var ps []int32
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || p < 0 {
+			return nil, usagef("consume: --partitions %q: want partition numbers such as 0,2,5", list)
+		}
+		ps = append(ps, int32(p))
+	}
+	return ps, nil
 }
 
 // offsetSpec is a parsed -o value.

@@ -51,9 +51,15 @@ func freeAddr(t *testing.T) string {
 // variables, and waits until it accepts connections.
 func startServe(t *testing.T, dir, addr string, extraEnv ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := sluiceCmd("serve")
-	cmd.Env = append(cmd.Env, "SLUICE_DATA="+dir, "SLUICE_LISTEN="+addr)
-	cmd.Env = append(cmd.Env, extraEnv...)
+	return startServeArgs(t, addr, append([]string{"SLUICE_DATA=" + dir, "SLUICE_LISTEN=" + addr}, extraEnv...), "serve")
+}
+
+// startServeArgs runs sluice with args and env added, and waits until
+// it accepts connections on addr.
+func startServeArgs(t *testing.T, addr string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := sluiceCmd(args...)
+	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -161,6 +167,7 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
+		{[]string{"SLUICE_CONFIG=/nonexistent/sluice.yaml"}, "serve", `config file: open /nonexistent/sluice.yaml`},
 	}
 	for _, c := range cases {
 		cmd := sluiceCmd(strings.Fields(c.args)...)
