@@ -119,6 +119,10 @@ func TestTopicCommands(t *testing.T) {
 	fails(t, 2, "want key=value", "", "topic", "create", "x", "-c", "novalue", "-b", addr)
 	fails(t, 2, "want one or more topic names", "", "topic", "delete", "-b", addr)
 
+	if r := ok(t, "", "topic", "list", "-b", addr); strings.Contains(r.stdout, "nope") {
+		t.Fatalf("looking up a missing topic created it:\n%s", r.stdout)
+	}
+
 	r = ok(t, "", "topic", "delete", "first", "-b", addr, "second")
 	if r.stdout != "deleted first\ndeleted second\n" {
 		t.Fatalf("delete printed %q", r.stdout)
@@ -217,6 +221,8 @@ func TestProduceConsume(t *testing.T) {
 	fails(t, 1, `topic "t" has no partition 7`, "", "consume", "-t", "t", "-p", "7", "-e")
 	fails(t, 2, `--offset "later"`, "", "consume", "-t", "t", "-o", "later")
 	fails(t, 2, "unknown verb %x", "", "consume", "-t", "t", "-f", "%x")
+	fails(t, 2, `--partitions "x"`, "", "consume", "-t", "t", "-p", "x")
+	fails(t, 2, "-p and -G do not go together", "", "consume", "-t", "t", "-p", "0", "-G", "g")
 	fails(t, 2, "--acks \"2\"", "", "produce", "-t", "t", "--acks", "2")
 	fails(t, 2, "--topic (-t) is required", "", "produce")
 }
