@@ -284,7 +284,9 @@ func (k *consumer) run(only []int32) error {
 	pollCtx, finish := context.WithCancel(ctx)
 	defer finish()
 	tr.finish = finish
-	opts := []kgo.Opt{kgo.FetchMaxWait(min(k.c.timeout/2, 5*time.Second))}
+	// Control records (transaction markers) are kept so that -e sees the
+	// last offsets of a partition that ends with one; they are not printed.
+	opts := []kgo.Opt{kgo.FetchMaxWait(min(k.c.timeout/2, 5*time.Second)), kgo.KeepControlRecords()}
 	if k.group != "" {
 		opts = append(opts,
 			kgo.ConsumerGroup(k.group),
@@ -347,6 +349,11 @@ func (k *consumer) poll(ctx, pollCtx context.Context, cl *kgo.Client, tr *endTra
 		fetches.EachRecord(func(r *kgo.Record) {
 			if stop || (k.exit && r.Offset >= tr.endOf(r.Partition)) {
 				return // -e: written after consume started
+			}
+			if r.Attrs.IsControl() {
+				commit = append(commit, r) // so the group's position moves past it
+				tr.record(r.Partition, r.Offset)
+				return
 			}
 			k.out.write(w, r)
 			printed++
