@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -258,6 +259,9 @@ func (k *consumer) run(only []int32) error {
 		cancel()
 		if err == nil {
 			err = committed.Error()
+		}
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			err = nil // a new group (some brokers say so): nothing committed
 		}
 		if err != nil {
 			return k.c.wrap("consume: committed offsets of group "+k.group, err)
