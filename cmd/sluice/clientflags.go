@@ -44,10 +44,10 @@ type clientFlags struct {
 	brokers string
 	timeout time.Duration
 
-	// TLS and SASL flags (--tls-ca, --tls-cert, --tls-key,
-	// --sasl-mechanism, --user, --password) go here: register them in
-	// addClientFlags and turn them into kgo options in kgoOpts, so every
-	// client command gets them at once.
+	// TLS and SASL settings (--tls-ca, --tls-cert, --tls-key,
+	// --sasl-mechanism, --user, --password) go here: register their
+	// flags in addClientFlags and turn them into kgo options in kgoOpts,
+	// so every client command gets them at once.
 }
 
 // addClientFlags registers -b/--brokers and --timeout on cmd.
@@ -56,6 +56,7 @@ func addClientFlags(cmd *cobra.Command) *clientFlags {
 	fs := cmd.Flags()
 	fs.StringVarP(&cf.brokers, "brokers", "b", defaultBrokers, "comma-separated seed brokers (env SLUICE_BROKERS)")
 	fs.DurationVar(&cf.timeout, "timeout", 10*time.Second, "limit on each network step: connecting, each request, each delivery")
+	// TLS and SASL flags: register them here.
 	return cf
 }
 
@@ -80,8 +81,10 @@ func (cf *clientFlags) seeds() ([]string, error) {
 	return seeds, nil
 }
 
-// kgoOpts returns the client options for the connection flags.
-func (cf *clientFlags) kgoOpts(seeds []string) []kgo.Opt {
+// kgoOpts returns the client options for the connection flags. TLS and
+// SASL options join here (loading a CA or key file may fail: the error
+// return is for them).
+func (cf *clientFlags) kgoOpts(seeds []string) ([]kgo.Opt, error) {
 	return []kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DialTimeout(cf.timeout),
@@ -91,7 +94,7 @@ func (cf *clientFlags) kgoOpts(seeds []string) []kgo.Opt {
 		kgo.RecordDeliveryTimeout(max(cf.timeout, time.Second)), // kgo's minimum
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.ClientID("sluice-cli"),
-	}
+	}, nil
 }
 
 // conn is a connected client: a kgo client and its admin view.
@@ -116,7 +119,11 @@ func (cf *clientFlags) connect(ctx context.Context, opts ...kgo.Opt) (*conn, err
 	if err := reachable(ctx, seeds, cf.timeout); err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(append(cf.kgoOpts(seeds), opts...)...)
+	base, err := cf.kgoOpts(seeds)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, err
 	}
