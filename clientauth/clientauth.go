@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -98,8 +99,10 @@ func (c Config) Mechanism() (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.SASLMechanism)
 }
 
-// Opts returns the franz-go options for the configuration.
+// Opts returns the franz-go options for the configuration, with empty
+// fields taken from the environment (FromEnv).
 func (c Config) Opts() ([]kgo.Opt, error) {
+	c.FromEnv()
 	var opts []kgo.Opt
 	t, err := c.TLSConfig()
 	if err != nil {
@@ -125,13 +128,21 @@ type FlagSet interface {
 }
 
 // AddFlags registers --tls-ca, --tls-cert, --tls-key, --sasl-mechanism,
-// --user and --password on fs, with defaults from SLUICE_TLS_CA,
-// SLUICE_USER and SLUICE_PASSWORD.
-func (c *Config) AddFlags(fs FlagSet) {
-	fs.StringVar(&c.CAFile, "tls-ca", os.Getenv("SLUICE_TLS_CA"), "PEM CA certificate to trust; turns TLS on (env SLUICE_TLS_CA)")
-	fs.StringVar(&c.CertFile, "tls-cert", "", "PEM client certificate for mutual TLS (with --tls-key)")
-	fs.StringVar(&c.KeyFile, "tls-key", "", "PEM key of --tls-cert")
-	fs.StringVar(&c.SASLMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default SCRAM-SHA-512 when --user is set)")
-	fs.StringVar(&c.User, "user", os.Getenv("SLUICE_USER"), "SASL user (env SLUICE_USER)")
-	fs.StringVar(&c.Password, "password", os.Getenv("SLUICE_PASSWORD"), "SASL password (env SLUICE_PASSWORD; prefer it to the flag, which other users can see)")
+// --user and --password on fs, except the names in skip (a command whose
+// own --password means something else skips "password"). Unset values
+// fall back to SLUICE_TLS_CA, SLUICE_USER and SLUICE_PASSWORD when Opts
+// runs; the environment is not shown as a flag default, so help output
+// never prints a password.
+func (c *Config) AddFlags(fs FlagSet, skip ...string) {
+	add := func(p *string, name, usage string) {
+		if !slices.Contains(skip, name) {
+			fs.StringVar(p, name, "", usage)
+		}
+	}
+	add(&c.CAFile, "tls-ca", "PEM CA certificate to trust; turns TLS on (env SLUICE_TLS_CA)")
+	add(&c.CertFile, "tls-cert", "PEM client certificate for mutual TLS (with --tls-key)")
+	add(&c.KeyFile, "tls-key", "PEM key of --tls-cert")
+	add(&c.SASLMechanism, "sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default SCRAM-SHA-512 when a user is set)")
+	add(&c.User, "user", "SASL user (env SLUICE_USER)")
+	add(&c.Password, "password", "SASL password (env SLUICE_PASSWORD, which other users of the machine cannot see, unlike the flag)")
 }

@@ -52,8 +52,18 @@ func TestAddFlagsEnv(t *testing.T) {
 	if err := fs.Parse([]string{"--sasl-mechanism", "PLAIN", "--user", "bob"}); err != nil {
 		t.Fatal(err)
 	}
+	if c.CAFile != "" || c.Password != "" {
+		t.Fatalf("the environment shows as flag defaults: %+v", c)
+	}
+	c.FromEnv()
 	if c.CAFile != "ca.pem" || c.User != "bob" || c.Password != "pw" || c.SASLMechanism != "PLAIN" {
 		t.Fatalf("config %+v", c)
+	}
+	fs2 := flag.NewFlagSet("y", flag.ContinueOnError)
+	var c2 Config
+	c2.AddFlags(fs2, "password")
+	if fs2.Lookup("password") != nil || fs2.Lookup("user") == nil {
+		t.Fatal("skip did not skip --password")
 	}
 }
 

@@ -8,6 +8,7 @@ package main
 //	sluice acl delete [filters]
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -35,108 +36,100 @@ func (s *aclFlags) add(cmd *cobra.Command) {
 type aclFlags struct{ clientauth.ACLSpec }
 
 func newACLCmd() *cobra.Command {
-	var conn adminConn
 	cmd := &cobra.Command{
 		Use:   "acl",
 		Short: "Create, list and delete ACLs (rpk's flags)",
-		Args:  cobra.NoArgs,
-		// Errors are printed once by main, without the usage.
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Args:  cobra.ArbitraryArgs,
+		RunE:  runGroup,
 	}
-	conn.add(cmd)
-	run := func(create bool, spec *aclFlags, do func(*cobra.Command, *kadm.Client, *kadm.ACLBuilder) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, _ []string) error {
-			b, err := spec.Builder(create)
-			if err != nil {
-				return fmt.Errorf("acl %s: %w", cmd.Name(), err)
-			}
-			adm, done, err := conn.client()
-			if err != nil {
-				return err
-			}
-			defer done()
-			return do(cmd, adm, b)
+	cmd.AddCommand(
+		newACLSubCmd(&cobra.Command{
+			Use:     "create",
+			Short:   "Create ACLs: every principal x operation x resource given",
+			Example: "  sluice acl create --allow-principal User:alice --operation read --topic orders --group billing\n  sluice acl create --deny-principal User:bob --operation all --topic tmp- --resource-pattern-type prefixed",
+		}, true, aclCreate),
+		newACLSubCmd(&cobra.Command{
+			Use:     "list",
+			Aliases: []string{"describe"},
+			Short:   "List the ACLs matching the filters (all with none)",
+		}, false, aclList),
+		newACLSubCmd(&cobra.Command{
+			Use:   "delete",
+			Short: "Delete the ACLs matching the filters",
+		}, false, aclDelete),
+	)
+	return cmd
+}
+
+// newACLSubCmd fills cmd with the connection and ACL flags and a RunE
+// that builds the request and runs do.
+func newACLSubCmd(cmd *cobra.Command, create bool, do func(ctx context.Context, out io.Writer, c *conn, b *kadm.ACLBuilder) error) *cobra.Command {
+	var spec aclFlags
+	cmd.Args = exactArgs(0, "no arguments (the ACL is given by flags)")
+	cf := addClientFlags(cmd)
+	spec.add(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		b, err := spec.Builder(create)
+		if err != nil {
+			return usagef("acl %s: %w", cmd.Name(), err)
+		}
+		conn, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := conn.step(cmd.Context())
+		defer cancel()
+		return conn.wrap("acl "+cmd.Name(), do(ctx, cmd.OutOrStdout(), conn, b))
+	}
+	return cmd
+}
+
+func aclCreate(ctx context.Context, out io.Writer, c *conn, b *kadm.ACLBuilder) error {
+	res, err := c.adm.CreateACLs(ctx, b)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PRINCIPAL\tHOST\tRESOURCE-TYPE\tRESOURCE-NAME\tRESOURCE-PATTERN-TYPE\tOPERATION\tPERMISSION\tERROR")
+	var failed error
+	for _, r := range res {
+		msg := ""
+		if r.Err != nil {
+			failed = fromBroker(r.Err, r.ErrMessage)
+			msg = failed.Error()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Principal, r.Host, r.Type, r.Name, r.Pattern, r.Operation, r.Permission, msg)
+	}
+	tw.Flush()
+	return failed
+}
+
+func aclList(ctx context.Context, out io.Writer, c *conn, b *kadm.ACLBuilder) error {
+	res, err := c.adm.DescribeACLs(ctx, b)
+	if err != nil {
+		return err
+	}
+	return printACLs(out, res)
+}
+
+func aclDelete(ctx context.Context, out io.Writer, c *conn, b *kadm.ACLBuilder) error {
+	res, err := c.adm.DeleteACLs(ctx, b)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintln(tw, "PRINCIPAL\tHOST\tRESOURCE-TYPE\tRESOURCE-NAME\tRESOURCE-PATTERN-TYPE\tOPERATION\tPERMISSION")
+	for _, r := range res {
+		if r.Err != nil {
+			return fromBroker(r.Err, r.ErrMessage)
+		}
+		for _, d := range r.Deleted {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission)
 		}
 	}
-	var cs, ls, ds aclFlags
-	create := &cobra.Command{
-		Use:     "create",
-		Short:   "Create ACLs: every principal x operation x resource given",
-		Example: "  sluice acl create --allow-principal User:alice --operation read --topic orders --group billing\n  sluice acl create --deny-principal User:bob --operation all --topic tmp- --resource-pattern-type prefixed",
-		Args:    cobra.NoArgs,
-		RunE: run(true, &cs, func(cmd *cobra.Command, adm *kadm.Client, b *kadm.ACLBuilder) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			res, err := adm.CreateACLs(ctx, b)
-			if err != nil {
-				return fmt.Errorf("acl create: %w", err)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PRINCIPAL\tHOST\tRESOURCE-TYPE\tRESOURCE-NAME\tRESOURCE-PATTERN-TYPE\tOPERATION\tPERMISSION\tERROR")
-			var failed error
-			for _, r := range res {
-				msg := ""
-				if r.Err != nil {
-					msg, failed = r.Err.Error(), r.Err
-					if r.ErrMessage != "" {
-						msg = r.ErrMessage
-					}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Principal, r.Host, r.Type, r.Name, r.Pattern, r.Operation, r.Permission, msg)
-			}
-			tw.Flush()
-			if failed != nil {
-				return fmt.Errorf("acl create: %w", failed)
-			}
-			return nil
-		}),
-	}
-	cs.add(create)
-	list := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"describe"},
-		Short:   "List the ACLs matching the filters (all with none)",
-		Args:    cobra.NoArgs,
-		RunE: run(false, &ls, func(cmd *cobra.Command, adm *kadm.Client, b *kadm.ACLBuilder) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			res, err := adm.DescribeACLs(ctx, b)
-			if err != nil {
-				return fmt.Errorf("acl list: %w", err)
-			}
-			return printACLs(cmd.OutOrStdout(), res)
-		}),
-	}
-	ls.add(list)
-	del := &cobra.Command{
-		Use:   "delete",
-		Short: "Delete the ACLs matching the filters",
-		Args:  cobra.NoArgs,
-		RunE: run(false, &ds, func(cmd *cobra.Command, adm *kadm.Client, b *kadm.ACLBuilder) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			res, err := adm.DeleteACLs(ctx, b)
-			if err != nil {
-				return fmt.Errorf("acl delete: %w", err)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PRINCIPAL\tHOST\tRESOURCE-TYPE\tRESOURCE-NAME\tRESOURCE-PATTERN-TYPE\tOPERATION\tPERMISSION")
-			for _, r := range res {
-				if r.Err != nil {
-					tw.Flush()
-					return fmt.Errorf("acl delete: %w", r.Err)
-				}
-				for _, d := range r.Deleted {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission)
-				}
-			}
-			return tw.Flush()
-		}),
-	}
-	ds.add(del)
-	cmd.AddCommand(create, list, del)
-	return cmd
+	return nil
 }
 
 func printACLs(out io.Writer, res kadm.DescribeACLsResults) error {
@@ -146,7 +139,7 @@ func printACLs(out io.Writer, res kadm.DescribeACLsResults) error {
 	for _, r := range res {
 		if r.Err != nil {
 			tw.Flush()
-			return fmt.Errorf("acl list: %w", r.Err)
+			return fromBroker(r.Err, r.ErrMessage)
 		}
 		for _, d := range r.Described {
 			if seen[d] {

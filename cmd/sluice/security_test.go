@@ -138,7 +138,11 @@ func TestREADMESecurity(t *testing.T) {
 	if err := os.Mkdir(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wrapper := "#!/bin/sh\nSLUICE_TEST_MAIN=1 SLUICE_TEST_ARGS=\"$*\" exec " + os.Args[0] + " -test.run='^$'\n"
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\nSLUICE_TEST_MAIN=1 exec '" + self + "' \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "sluice"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,10 @@
 package main
 
 // Security flags of sluice serve: listeners, TLS, SASL and ACLs (see
-// README "Security").
+// README "Security"). Like every serve flag, each is also an environment
+// variable (--tls-cert is SLUICE_TLS_CERT) and a config file key.
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -30,15 +30,15 @@ type serveSecurity struct {
 }
 
 func (s *serveSecurity) addFlags(fs flagSet) {
-	fs.StringVar(&s.listeners, "listeners", os.Getenv("SLUICE_LISTENERS"), "listeners in Kafka's syntax, such as PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093 (names: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); replaces --listen (env SLUICE_LISTENERS)")
-	fs.StringVar(&s.advertised, "advertised-listeners", os.Getenv("SLUICE_ADVERTISED_LISTENERS"), "addresses clients are told, per listener name, such as SASL_SSL://broker.example.com:9093 (env SLUICE_ADVERTISED_LISTENERS)")
-	fs.StringVar(&s.tlsCert, "tls-cert", os.Getenv("SLUICE_TLS_CERT"), "PEM certificate chain of SSL and SASL_SSL listeners; reloaded on SIGHUP (env SLUICE_TLS_CERT)")
-	fs.StringVar(&s.tlsKey, "tls-key", os.Getenv("SLUICE_TLS_KEY"), "PEM private key of --tls-cert (env SLUICE_TLS_KEY)")
-	fs.StringVar(&s.tlsCA, "tls-client-ca", os.Getenv("SLUICE_TLS_CLIENT_CA"), "PEM CA that signs client certificates: mutual TLS, required on SSL listeners; the principal is User:<certificate CN> (env SLUICE_TLS_CLIENT_CA)")
-	fs.StringVar(&s.saslMechanisms, "sasl-mechanisms", os.Getenv("SLUICE_SASL_MECHANISMS"), "SASL mechanisms offered, comma-separated; default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 (env SLUICE_SASL_MECHANISMS)")
-	fs.BoolVar(&s.authorization, "authorization", envBool("SLUICE_AUTHORIZATION", false), "check every request against the ACLs (env SLUICE_AUTHORIZATION)")
-	fs.BoolVar(&s.allowAll, "allow-everyone-if-no-acl", envBool("SLUICE_ALLOW_EVERYONE_IF_NO_ACL", false), "with --authorization, allow access to resources no ACL names (Kafka's allow.everyone.if.no.acl.found) (env SLUICE_ALLOW_EVERYONE_IF_NO_ACL)")
-	fs.StringVar(&s.superUsers, "superusers", os.Getenv("SLUICE_SUPERUSERS"), "comma-separated users (or User:NAME principals) that bypass ACLs (env SLUICE_SUPERUSERS)")
+	fs.StringVar(&s.listeners, "listeners", "", "listeners in Kafka's syntax, such as PLAINTEXT://127.0.0.1:9092,SASL_SSL://0.0.0.0:9093 (names: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); replaces --listen")
+	fs.StringVar(&s.advertised, "advertised-listeners", "", "addresses clients are told, per listener name, such as SASL_SSL://broker.example.com:9093")
+	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM certificate chain of SSL and SASL_SSL listeners; reloaded on SIGHUP")
+	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&s.tlsCA, "tls-client-ca", "", "PEM CA that signs client certificates: mutual TLS, required on SSL listeners; the principal is User:<certificate CN>")
+	fs.StringVar(&s.saslMechanisms, "sasl-mechanisms", "", "SASL mechanisms offered, comma-separated (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)")
+	fs.BoolVar(&s.authorization, "authorization", false, "check every request against the ACLs")
+	fs.BoolVar(&s.allowAll, "allow-everyone-if-no-acl", false, "with --authorization, allow access to resources no ACL names (Kafka's allow.everyone.if.no.acl.found)")
+	fs.StringVar(&s.superUsers, "superusers", "", "comma-separated users (or User:NAME principals) that bypass ACLs")
 }
 
 // opts turns the flags into broker options. SLUICE_BOOTSTRAP_USER
@@ -49,15 +49,15 @@ func (s *serveSecurity) opts() ([]broker.Opt, error) {
 	if s.listeners != "" {
 		ls, err := broker.ParseListeners(s.listeners, s.advertised)
 		if err != nil {
-			return nil, fmt.Errorf("serve: --%w", err)
+			return nil, usagef("serve: --%w", err)
 		}
 		opts = append(opts, broker.Listeners(ls...))
 	} else if s.advertised != "" {
-		return nil, fmt.Errorf("serve: --advertised-listeners needs --listeners (or use --advertise)")
+		return nil, usagef("serve: --advertised-listeners needs --listeners (or use --advertise)")
 	}
 	if s.tlsCert != "" || s.tlsKey != "" || s.tlsCA != "" {
 		if s.tlsCert == "" || s.tlsKey == "" {
-			return nil, fmt.Errorf("serve: --tls-cert and --tls-key go together")
+			return nil, usagef("serve: --tls-cert and --tls-key go together")
 		}
 		opts = append(opts, broker.TLSFiles(s.tlsCert, s.tlsKey, s.tlsCA))
 	}
@@ -81,7 +81,7 @@ func (s *serveSecurity) opts() ([]broker.Opt, error) {
 	if v, ok := os.LookupEnv("SLUICE_BOOTSTRAP_USER"); ok {
 		user, pw, found := strings.Cut(v, ":")
 		if !found || user == "" || pw == "" {
-			return nil, fmt.Errorf("serve: SLUICE_BOOTSTRAP_USER must be NAME:PASSWORD")
+			return nil, usagef("serve: SLUICE_BOOTSTRAP_USER must be NAME:PASSWORD")
 		}
 		opts = append(opts, broker.BootstrapUser(user, pw))
 	}

@@ -1,7 +1,8 @@
 package main
 
 // sluice user: SCRAM users (DescribeUserScramCredentials and
-// AlterUserScramCredentials; works against Sluice and Kafka).
+// AlterUserScramCredentials; works against Sluice and Kafka). Logic in
+// package clientauth.
 //
 //	sluice user create NAME --password PW [--mechanism SCRAM-SHA-512]...
 //	sluice user delete NAME
@@ -11,128 +12,115 @@ package main
 // user's comes from SLUICE_PASSWORD.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sluice/clientauth"
 )
 
-// adminConn is the connection flags of the user and acl commands.
-type adminConn struct {
-	brokers string
-	sec     clientauth.Config
-}
-
-func (a *adminConn) add(cmd *cobra.Command) {
-	f := cmd.PersistentFlags()
-	f.StringVarP(&a.brokers, "brokers", "b", envOr("SLUICE_BROKERS", "127.0.0.1:9092"), "comma-separated seed brokers (env SLUICE_BROKERS)")
-	a.sec.AddFlags(f)
-}
-
-func (a *adminConn) client() (*kadm.Client, func(), error) {
-	opts, err := a.sec.Opts()
-	if err != nil {
-		return nil, nil, err
-	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(a.brokers, ",")...), kgo.RetryTimeout(15 * time.Second)}, opts...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return kadm.NewClient(cl), cl.Close, nil
-}
-
 func newUserCmd() *cobra.Command {
-	var conn adminConn
 	cmd := &cobra.Command{
 		Use:   "user",
 		Short: "Create, delete and list SCRAM users",
-		Args:  cobra.NoArgs,
-		// Errors are printed once by main, without the usage.
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Args:  cobra.ArbitraryArgs,
+		RunE:  runGroup,
 	}
-	conn.add(cmd)
+	cmd.AddCommand(newUserCreateCmd(), newUserDeleteCmd(), newUserListCmd())
+	return cmd
+}
+
+func newUserCreateCmd() *cobra.Command {
 	var password string
 	var mechs []string
 	var iterations int32
-	create := &cobra.Command{
-		Use:     "create NAME",
-		Short:   "Create a user or change its password (SCRAM-SHA-256 and SCRAM-SHA-512)",
-		Example: "  SLUICE_NEW_PASSWORD=secret sluice user create alice\n  sluice user create alice --password secret",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if password == "" {
-				password = os.Getenv("SLUICE_NEW_PASSWORD")
-			}
-			if password == "" {
-				return errors.New("user create: give --password (or SLUICE_NEW_PASSWORD)")
-			}
-			adm, done, err := conn.client()
-			if err != nil {
-				return err
-			}
-			defer done()
-			ctx, cancel := signalContext()
-			defer cancel()
-			if err := clientauth.CreateUser(ctx, adm, args[0], password, iterations, mechs...); err != nil {
-				return fmt.Errorf("user create %s: %w", args[0], err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created user %s\n", args[0])
-			return nil
-		},
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a user or change its password (SCRAM-SHA-256 and SCRAM-SHA-512)",
+		Long: `Create a user or change its password. --password is the new user's
+password (or SLUICE_NEW_PASSWORD); the user running the command
+authenticates with --user and SLUICE_PASSWORD.`,
+		Example: "  sluice user create alice --password secret\n  SLUICE_NEW_PASSWORD=secret sluice user create alice --mechanism SCRAM-SHA-512",
+		Args:    exactArgs(1, "a user name"),
 	}
-	create.Flags().StringVar(&password, "password", "", "the new user's password (env SLUICE_NEW_PASSWORD); the connecting user's password then comes from SLUICE_PASSWORD")
-	create.Flags().StringSliceVar(&mechs, "mechanism", nil, "SCRAM-SHA-256 and/or SCRAM-SHA-512 (default both)")
-	create.Flags().Int32Var(&iterations, "iterations", 8192, "SCRAM iterations (4096-16384)")
-	del := &cobra.Command{
+	cf := addClientFlags(cmd, "password")
+	cmd.Flags().StringVar(&password, "password", "", "the new user's password (env SLUICE_NEW_PASSWORD)")
+	cmd.Flags().StringSliceVar(&mechs, "mechanism", nil, "SCRAM-SHA-256 and/or SCRAM-SHA-512 (default both)")
+	cmd.Flags().Int32Var(&iterations, "iterations", 8192, "SCRAM iterations (4096-16384)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if password == "" {
+			password = os.Getenv("SLUICE_NEW_PASSWORD")
+		}
+		if password == "" {
+			return usagef("user create: give --password (or SLUICE_NEW_PASSWORD)")
+		}
+		conn, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := conn.step(cmd.Context())
+		defer cancel()
+		if err := clientauth.CreateUser(ctx, conn.adm, args[0], password, iterations, mechs...); err != nil {
+			return conn.wrap("user create "+args[0], err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "created user %s\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+func newUserDeleteCmd() *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a user's credentials",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, done, err := conn.client()
-			if err != nil {
-				return err
-			}
-			defer done()
-			ctx, cancel := signalContext()
-			defer cancel()
-			if err := clientauth.DeleteUser(ctx, adm, args[0]); err != nil {
-				return fmt.Errorf("user delete %s: %w", args[0], err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted user %s\n", args[0])
-			return nil
-		},
+		Args:  exactArgs(1, "a user name"),
 	}
-	list := &cobra.Command{
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		conn, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := conn.step(cmd.Context())
+		defer cancel()
+		if err := clientauth.DeleteUser(ctx, conn.adm, args[0]); err != nil {
+			return conn.wrap("user delete "+args[0], err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "deleted user %s\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+func newUserListCmd() *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List users and their mechanisms",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, done, err := conn.client()
-			if err != nil {
-				return err
-			}
-			defer done()
-			ctx, cancel := signalContext()
-			defer cancel()
-			users, err := adm.DescribeUserSCRAMs(ctx)
-			if err != nil {
-				return fmt.Errorf("user list: %w", err)
-			}
-			return printUsers(cmd.OutOrStdout(), users)
-		},
+		Args:  exactArgs(0, "no arguments"),
 	}
-	cmd.AddCommand(create, del, list)
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		conn, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := conn.step(cmd.Context())
+		defer cancel()
+		users, err := conn.adm.DescribeUserSCRAMs(ctx)
+		if err != nil {
+			return conn.wrap("user list", err)
+		}
+		return printUsers(cmd.OutOrStdout(), users)
+	}
 	return cmd
 }
 
