@@ -136,8 +136,11 @@ func (c *conn) setIdle(idle bool) bool {
 
 func (c *conn) serve() {
 	defer c.b.wg.Done()
-	defer c.b.dropConn(c)
+	// The socket closes after the connection is forgotten, so a client
+	// that sees it closed can count on its slot under MaxConnections
+	// being free.
 	defer c.nc.Close()
+	defer c.b.dropConn(c)
 	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
 	go c.writeLoop(log)
 	defer func() {
