@@ -15,6 +15,7 @@ import (
 
 	"sluice/internal/acceptor"
 	"sluice/internal/groups"
+	"sluice/internal/txn"
 	"sluice/internal/vfs"
 )
 
@@ -33,7 +34,7 @@ const closeGrace = 10 * time.Second
 // and stop in Close: it closes the listener (ending the accept
 // goroutine), wakes idle connections and long-polling fetches, waits for
 // every connection goroutine to answer its in-flight request and exit,
-// then closes the group coordinator and every partition (acceptors
+// then closes the transaction and group coordinators and every partition (acceptors
 // flush and fsync, logs write their checkpoints).
 //
 // Lock order (see doc.go): adminMu, then mu, then conn.mu.
@@ -58,6 +59,9 @@ type Broker struct {
 	adv    hostPort
 
 	groups *groups.Coordinator // opened by Start; nil before
+	// txnc is the transaction coordinator, opened by Start after groups
+	// (nil before); atomic because partition acceptors read it.
+	txnc atomic.Pointer[txn.Coordinator]
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
@@ -162,10 +166,23 @@ func (b *Broker) start() error {
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
 		SyncPolicy:      b.cfg.fsync,
+		PendingTxnOffset: func(group, topic string, partition int32) bool {
+			tc := b.txnc.Load()
+			return tc != nil && tc.PendingOffset(group, topic, partition)
+		},
 	})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("broker: open group coordinator: %w", err)
+	}
+	// The transaction coordinator recovers after the partitions and the
+	// groups are open: finishing a decided transaction writes markers and
+	// offsets.
+	tc, err := b.openTxn(g)
+	if err != nil {
+		ln.Close()
+		g.Close()
+		return fmt.Errorf("broker: open transaction coordinator: %w", err)
 	}
 	b.mu.Lock()
 	if b.closing.Load() {
@@ -173,10 +190,12 @@ func (b *Broker) start() error {
 		// opened; it saw neither, so close them here.
 		b.mu.Unlock()
 		ln.Close()
+		tc.Close()
 		g.Close()
 		return errors.New("broker: closed")
 	}
 	b.ln, b.addr, b.adv, b.groups = ln, ln.Addr().String(), hostPort{host, port}, g
+	b.txnc.Store(tc)
 	b.started = true
 	b.wg.Add(1) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
@@ -291,6 +310,11 @@ func (b *Broker) Close() error {
 			<-done
 		}
 		var errs []error
+		if tc := b.txnc.Load(); tc != nil {
+			if err := tc.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("broker: close transaction coordinator: %w", err))
+			}
+		}
 		if g != nil {
 			if err := g.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))

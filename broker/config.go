@@ -33,6 +33,8 @@ type cfg struct {
 	maxConns          int
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
+	txnMaxTimeout     time.Duration
+	txnSweep          time.Duration
 }
 
 // Defaults.
@@ -42,6 +44,9 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultMaxConnections  = 10000
+
+	DefaultTransactionMaxTimeout    = 15 * time.Minute
+	DefaultTransactionSweepInterval = 10 * time.Second
 )
 
 func defaultCfg() cfg {
@@ -55,6 +60,8 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		txnMaxTimeout:     DefaultTransactionMaxTimeout,
+		txnSweep:          DefaultTransactionSweepInterval,
 	}
 }
 
@@ -84,6 +91,9 @@ func (c *cfg) validate() error {
 	}
 	if c.maxConns < 1 {
 		return fmt.Errorf("broker: MaxConnections %d must be at least 1", c.maxConns)
+	}
+	if c.txnMaxTimeout <= 0 || c.txnSweep <= 0 {
+		return fmt.Errorf("broker: TransactionMaxTimeout %v and TransactionSweepInterval %v must be positive", c.txnMaxTimeout, c.txnSweep)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -137,3 +147,14 @@ func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
 // Registerer registers the broker's Prometheus metrics (and those of its
 // acceptors and group coordinator). Default: none.
 func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.registerer = r }) }
+
+// TransactionMaxTimeout bounds the transaction timeout a transactional
+// producer may ask for; InitProducerId beyond it gets
+// INVALID_TRANSACTION_TIMEOUT. Default 15 minutes
+// (transaction.max.timeout.ms).
+func TransactionMaxTimeout(d time.Duration) Opt { return opt(func(c *cfg) { c.txnMaxTimeout = d }) }
+
+// TransactionSweepInterval sets how often transactions past their timeout
+// are aborted (their producer fenced by an epoch bump). Default 10 s
+// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+func TransactionSweepInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.txnSweep = d }) }

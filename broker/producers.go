@@ -44,6 +44,7 @@ type producerState struct {
 	n       int
 }
 
+// newest is the last batch's entry; s.n must be > 0.
 func (s *producerState) newest() *seqEntry {
 	return &s.batches[(s.head+dedupWindow-1)%dedupWindow]
 }
@@ -85,9 +86,23 @@ func nextSeq(s int32) int32 {
 	return s + 1
 }
 
+// marker records a transaction marker of producer pid at epoch: a
+// higher epoch (the coordinator fenced the producer) starts a new session
+// whose first batch must have sequence 0.
+func (t *producerTable) marker(pid int64, epoch int16) {
+	t.maxPID = max(t.maxPID, pid)
+	if s := t.m[pid]; s == nil || epoch > s.epoch {
+		t.m[pid] = &producerState{epoch: epoch}
+	}
+}
+
 // replay records a batch read back from the log, without checks.
 func (t *producerTable) replay(h *batch.Header) {
-	if !h.Idempotent() || h.Control() {
+	if !h.Idempotent() {
+		return
+	}
+	if h.Control() {
+		t.marker(h.ProducerID, h.ProducerEpoch)
 		return
 	}
 	t.maxPID = max(t.maxPID, h.ProducerID)
@@ -146,7 +161,11 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 				}
 				return e.base, true, nil
 			}
-			if want := nextSeq(s.newest().last); first != want {
+			if s.n == 0 {
+				if first != 0 {
+					return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: the first batch of an epoch must start at sequence 0, got %d", h.ProducerID, s.epoch, first)
+				}
+			} else if want := nextSeq(s.newest().last); first != want {
 				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: expected sequence %d, got %d", h.ProducerID, s.epoch, want, first)
 			}
 		}

@@ -72,6 +72,8 @@ type partition struct {
 	// pids is the idempotent-producer state; only the acceptor
 	// goroutine touches it (in Request.Check), after New rebuilt it.
 	pids *producerTable
+	// txns tracks the partition's open and aborted transactions (LSO).
+	txns *txnIndex
 }
 
 func (p *partition) close() error {
@@ -188,16 +190,24 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 	if r := l.Recovery(); !create {
 		b.cfg.logger.Debug("partition recovered", "topic", t.name, "partition", i, "report", fmt.Sprintf("%+v", r))
 	}
-	pids := newProducerTable()
+	pids, txns := newProducerTable(), newTxnIndex()
 	if err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
 		pids.replay(&h)
+		commit := false
+		if h.Control() && h.Transactional() {
+			var err error
+			if commit, err = readMarker(l, &h); err != nil {
+				return err
+			}
+		}
+		txns.replay(&h, commit)
 		return nil
 	}); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
 	}
 	acc := acceptor.Start(l, acceptor.Config{Policy: b.cfg.fsync, Metrics: b.accM})
-	return &partition{topic: t.name, index: i, log: l, acc: acc, pids: pids}, nil
+	return &partition{topic: t.name, index: i, log: l, acc: acc, pids: pids, txns: txns}, nil
 }
 
 // lookup returns a topic by name, or nil.

@@ -43,7 +43,7 @@ func commitReq(group, member string, gen int32, topic string, offsets ...int64) 
 
 func fetchAll(t *testing.T, c *Coordinator, group string) map[tp]int64 {
 	t.Helper()
-	out, code := c.fetch(group, nil, true)
+	out, code := c.fetch(group, nil, true, false)
 	if code != 0 {
 		t.Fatalf("fetch %s: %d", group, code)
 	}

@@ -1,0 +1,222 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func txnCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// produceTxn produces values to topic in one transaction of cl and ends
+// it with commit.
+func produceTxn(t *testing.T, cl *kgo.Client, topic string, commit bool, values ...string) {
+	t.Helper()
+	ctx := txnCtx(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end (commit=%v): %v", commit, err)
+	}
+}
+
+// readUntil consumes topic from the start with the isolation level and
+// returns the values read before (and including) the value last.
+func readUntil(t *testing.T, tb *testBroker, topic string, committed bool, last string) []string {
+	t.Helper()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl := tb.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(100*time.Millisecond))
+	defer cl.Close()
+	ctx := txnCtx(t)
+	var got []string
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %v before %q: %v", got, last, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		for _, r := range fs.Records() {
+			got = append(got, string(r.Value))
+			if string(r.Value) == last {
+				return got
+			}
+		}
+	}
+}
+
+func equal(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// TestTxnCommitAbortIsolation: committed transactions are visible to
+// read_committed consumers, aborted ones only to read_uncommitted ones,
+// and control batches to neither, before and after a restart.
+func TestTxnCommitAbortIsolation(t *testing.T) {
+	tb := startTest(t)
+	const topic = "txn-iso"
+	cl := tb.client(kgo.TransactionalID("tx-iso"), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	produceTxn(t, cl, topic, true, "c1", "c2", "c3")
+	produceTxn(t, cl, topic, false, "a1", "a2")
+	produceTxn(t, cl, topic, true, "c4")
+	produceTxn(t, cl, topic, false, "a3")
+	produceTxn(t, cl, topic, true, "end")
+	wantCommitted := []string{"c1", "c2", "c3", "c4", "end"}
+	wantAll := []string{"c1", "c2", "c3", "a1", "a2", "c4", "a3", "end"}
+	check := func(when string) {
+		if got := readUntil(t, tb, topic, true, "end"); !equal(got, wantCommitted) {
+			t.Fatalf("%s: read_committed got %v, want %v", when, got, wantCommitted)
+		}
+		if got := readUntil(t, tb, topic, false, "end"); !equal(got, wantAll) {
+			t.Fatalf("%s: read_uncommitted got %v, want %v", when, got, wantAll)
+		}
+	}
+	check("running")
+	// 8 records and 5 markers.
+	if hw := tb.b.partition(topic, 0).acc.HighWatermark(); hw != 13 {
+		t.Fatalf("high watermark %d, want 13 (8 records, 5 markers)", hw)
+	}
+	cl.Close()
+	tb.restart()
+	check("after restart")
+}
+
+// TestTxnOpenTransactionHoldsLSO: records of an open transaction are
+// invisible to read_committed (ListOffsets and Fetch stop at the LSO)
+// until it commits.
+func TestTxnOpenTransactionHoldsLSO(t *testing.T) {
+	tb := startTest(t)
+	const topic = "txn-lso"
+	plain := tb.client(kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	ctx := txnCtx(t)
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl := tb.client(kgo.TransactionalID("tx-lso"), kgo.DefaultProduceTopic(topic))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("t1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	latest := func(iso int8) int64 {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.IsolationLevel = iso
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	if got, hw := latest(1), latest(0); got != 1 || hw != 3 {
+		t.Fatalf("latest read_committed %d, read_uncommitted %d; want 1 and 3", got, hw)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("end")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readUntil(t, tb, topic, true, "end"), []string{"p0", "t1", "p1", "end"}; !equal(got, want) {
+		t.Fatalf("read_committed got %v, want %v", got, want)
+	}
+	if got, hw := latest(1), latest(0); got != 5 || hw != 5 {
+		t.Fatalf("after commit: latest read_committed %d, read_uncommitted %d; want 5 and 5", got, hw)
+	}
+}
+
+// TestTxnZombieFenced: a second producer with the same transactional id
+// aborts the first one's open transaction and fences it.
+func TestTxnZombieFenced(t *testing.T) {
+	tb := startTest(t)
+	const topic = "txn-zombie"
+	ctx := txnCtx(t)
+	zombie := tb.client(kgo.TransactionalID("tx-z"), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	if err := zombie.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zombie.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := tb.client(kgo.TransactionalID("tx-z"), kgo.DefaultProduceTopic(topic))
+	produceTxn(t, fresh, topic, true, "fresh-1")
+
+	// The zombie's next write and its commit fail as fenced.
+	err := zombie.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-2")}).FirstErr()
+	if err == nil {
+		err = zombie.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("zombie not fenced: %v", err)
+	}
+	produceTxn(t, fresh, topic, true, "end")
+	if got, want := readUntil(t, tb, topic, true, "end"), []string{"fresh-1", "end"}; !equal(got, want) {
+		t.Fatalf("read_committed got %v, want %v", got, want)
+	}
+}
+
+// TestTxnTimeoutAborts: a transaction left open past its timeout is
+// aborted by the sweep, its producer fenced.
+func TestTxnTimeoutAborts(t *testing.T) {
+	tb := startTest(t, TransactionSweepInterval(20*time.Millisecond))
+	const topic = "txn-timeout"
+	ctx := txnCtx(t)
+	cl := tb.client(kgo.TransactionalID("tx-t"), kgo.TransactionTimeout(200*time.Millisecond),
+		kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("late")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the abort marker: the LSO reaches the high watermark.
+	p := tb.b.partition(topic, 0)
+	for {
+		hw := p.acc.HighWatermark()
+		if hw == 2 && p.txns.lso(hw) == 2 {
+			break
+		}
+		select {
+		case <-p.acc.HWChanged():
+		case <-ctx.Done():
+			t.Fatalf("transaction not aborted: hw %d lso %d", hw, p.txns.lso(hw))
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("commit after the timeout abort succeeded")
+	}
+	other := tb.client(kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	if err := other.ProduceSync(ctx, &kgo.Record{Value: []byte("end")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readUntil(t, tb, topic, true, "end"), []string{"end"}; !equal(got, want) {
+		t.Fatalf("read_committed got %v, want %v", got, want)
+	}
+}
