@@ -98,11 +98,10 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, pid int64, epoc
 		}
 	case Ongoing:
 		// Fence the old incarnation: abort its transaction at a bumped epoch.
-		mpid, mepoch := t.PID, t.Epoch
+		mepoch := t.Epoch
 		if mepoch < math.MaxInt16-1 {
 			mepoch++
 		}
-		_ = mpid
 		if _, err := c.end(e, t, false, mepoch); err != nil {
 			c.cfg.Logger.Warn("txn: aborting the previous incarnation's transaction failed", "transactional_id", id, "err", err)
 			return -1, -1, codeConcurrent
