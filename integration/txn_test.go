@@ -209,4 +209,3 @@ func TestEOSGroupTransactSession(t *testing.T) {
 	n.restart()
 	checkExactlyOnce(t, n.addr, group, in, out, 3*step)
 }
-
