@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,4 +209,34 @@ func TestEOSGroupTransactSession(t *testing.T) {
 	// After a restart the committed output and offsets are the same.
 	n.restart()
 	checkExactlyOnce(t, n.addr, group, in, out, 3*step)
+}
+
+// readUntil reads topic from the start with franz-go, read_committed or
+// not, until the value last, and returns the values joined by spaces.
+func readUntil(t *testing.T, addr, topic string, committed bool, last string) string {
+	t.Helper()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := ctxT(t, 30*time.Second)
+	var got []string
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %v before %q: %v", got, last, err)
+		}
+		for _, r := range fs.Records() {
+			got = append(got, string(r.Value))
+			if string(r.Value) == last {
+				return strings.Join(got, " ")
+			}
+		}
+	}
 }
