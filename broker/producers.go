@@ -2,6 +2,7 @@ package broker
 
 import (
 	"math"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -66,8 +67,40 @@ func (s *producerState) find(first, last int32) (seqEntry, bool) {
 }
 
 type producerTable struct {
+	// mu guards m and maxPID. Only the partition's acceptor goroutine
+	// writes them (and New before it starts); DescribeProducers reads.
+	mu     sync.Mutex
 	m      map[int64]*producerState
 	maxPID int64 // the largest producer id seen (for id allocation after restart)
+}
+
+// activeProducer is one producer's state as DescribeProducers reports it.
+type activeProducer struct {
+	pid     int64
+	epoch   int16
+	lastSeq int32
+}
+
+// active lists the producers with state on the partition.
+func (t *producerTable) active() []activeProducer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]activeProducer, 0, len(t.m))
+	for id, s := range t.m {
+		last := int32(-1)
+		if s.n > 0 {
+			last = s.newest().last
+		}
+		out = append(out, activeProducer{pid: id, epoch: s.epoch, lastSeq: last})
+	}
+	return out
+}
+
+// maxID returns the largest producer id seen.
+func (t *producerTable) maxID() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.maxPID
 }
 
 func newProducerTable() *producerTable {
@@ -90,6 +123,12 @@ func nextSeq(s int32) int32 {
 // higher epoch (the coordinator fenced the producer) starts a new session
 // whose first batch must have sequence 0.
 func (t *producerTable) marker(pid int64, epoch int16) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.markerLocked(pid, epoch)
+}
+
+func (t *producerTable) markerLocked(pid int64, epoch int16) {
 	t.maxPID = max(t.maxPID, pid)
 	if s := t.m[pid]; s == nil || epoch > s.epoch {
 		t.m[pid] = &producerState{epoch: epoch}
@@ -101,8 +140,10 @@ func (t *producerTable) replay(h *batch.Header) {
 	if !h.Idempotent() {
 		return
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if h.Control() {
-		t.marker(h.ProducerID, h.ProducerEpoch)
+		t.markerLocked(h.ProducerID, h.ProducerEpoch)
 		return
 	}
 	t.maxPID = max(t.maxPID, h.ProducerID)
@@ -123,6 +164,8 @@ func (t *producerTable) replay(h *batch.Header) {
 // batch's offset); otherwise, if the append is accepted, the state is
 // updated as if it were written.
 func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	// Decide on every batch against a scratch copy of the states, then
 	// commit, so a rejected append changes nothing.
 	scratch := map[int64]*producerState{}

@@ -135,7 +135,7 @@ func (b *Broker) load() error {
 			return err
 		}
 		for _, p := range t.parts {
-			maxPID = max(maxPID, p.pids.maxPID)
+			maxPID = max(maxPID, p.pids.maxID())
 		}
 		b.topics[name] = t
 		b.byID[t.id] = t

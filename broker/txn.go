@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -56,3 +57,7 @@ func fencedCode(code int16, version, since int16) int16 {
 	}
 	return code
 }
+
+// timeNowMs is the wall clock in milliseconds (marker timestamps,
+// transaction durations).
+func timeNowMs() int64 { return time.Now().UnixMilli() }

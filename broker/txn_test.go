@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -216,6 +217,79 @@ func TestTxnTimeoutAborts(t *testing.T) {
 	if err := other.ProduceSync(ctx, &kgo.Record{Value: []byte("end")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	if got, want := readUntil(t, tb, topic, true, "end"), []string{"end"}; !equal(got, want) {
+		t.Fatalf("read_committed got %v, want %v", got, want)
+	}
+}
+
+// TestTxnAdminAPIs: DescribeTransactions, ListTransactions and
+// DescribeProducers show an open transaction; WriteTxnMarkers aborts it
+// on its partition (a hanging transaction ended by an admin).
+func TestTxnAdminAPIs(t *testing.T) {
+	tb := startTest(t)
+	const topic = "txn-admin"
+	ctx := txnCtx(t)
+	cl := tb.client(kgo.TransactionalID("tx-admin"), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("hanging")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(tb.client())
+	desc, err := adm.DescribeTransactions(ctx, "tx-admin", "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := desc["tx-admin"]
+	if d.Err != nil || d.State != "Ongoing" || d.StartTimestamp <= 0 || len(d.Topics[topic]) != 1 {
+		t.Fatalf("DescribeTransactions: %+v", d)
+	}
+	if !errors.Is(desc["nope"].Err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("unknown id: %+v", desc["nope"])
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := listed["tx-admin"]; !ok || l.ProducerID != d.ProducerID || l.State != "Ongoing" {
+		t.Fatalf("ListTransactions: %+v", listed)
+	}
+	if listed, _ := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"}); len(listed) != 0 {
+		t.Fatalf("ListTransactions CompleteCommit: %+v", listed)
+	}
+	prods, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *kadm.DescribedProducer
+	prods.EachProducer(func(p kadm.DescribedProducer) {
+		if p.ProducerID == d.ProducerID {
+			found = &p
+		}
+	})
+	if found == nil || found.CurrentTxnStartOffset != 0 || found.LastSequence != 0 {
+		t.Fatalf("DescribeProducers: %+v", found)
+	}
+	res, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, Commit: false, Topics: kadm.TopicsSet{topic: {0: {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.EachPartition(func(p kadm.TxnMarkersPartitionResponse) {
+		if p.Err != nil {
+			t.Fatalf("WriteTxnMarkers %s/%d: %v", p.Topic, p.Partition, p.Err)
+		}
+	})
+	p := tb.b.partition(topic, 0)
+	if hw := p.acc.HighWatermark(); hw != 2 || p.txns.lso(hw) != 2 {
+		t.Fatalf("after the admin abort: hw %d lso %d, want 2 and 2", hw, p.txns.lso(hw))
+	}
+	// The client's commit changes nothing on the partition: the record
+	// stays aborted.
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	produceTxn(t, cl, topic, true, "end")
 	if got, want := readUntil(t, tb, topic, true, "end"), []string{"end"}; !equal(got, want) {
 		t.Fatalf("read_committed got %v, want %v", got, want)
 	}

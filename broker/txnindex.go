@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -223,7 +222,7 @@ func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.T
 	}
 	var waits []queued
 	var errs []error
-	ts := time.Now().UnixMilli()
+	ts := timeNowMs()
 	for _, tp := range parts {
 		p := b.partition(tp.Topic, tp.Partition)
 		if p == nil {
