@@ -73,6 +73,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				err = errCode(kerr.InvalidRequiredAcks, "acks=%d; Sluice accepts 0, 1 and -1", req.Acks)
+			case t == nil && isInternalTopic(rt.Topic):
+				err = errCode(kerr.InvalidTopicException, "%s is internal: clients may not produce to it", rt.Topic)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				err = errCode(kerr.UnknownTopicOrPartition, "%s/%d does not exist", rt.Topic, rp.Partition)
 			default:

@@ -302,6 +302,9 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 	if err := validTopicName(name); err != nil {
 		return nil, errCode(kerr.InvalidTopicException, "%v", err)
 	}
+	if isInternalTopic(name) {
+		return nil, errCode(kerr.InvalidTopicException, "%s is an internal topic of Sluice's coordinators", name)
+	}
 	if partitions == -1 {
 		partitions = b.cfg.defaultPartitions
 	}

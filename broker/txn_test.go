@@ -294,3 +294,48 @@ func TestTxnAdminAPIs(t *testing.T) {
 		t.Fatalf("read_committed got %v, want %v", got, want)
 	}
 }
+
+// TestInternalTopics: __consumer_offsets and __transaction_state are
+// listed as internal, skipped by regex subscriptions, and refuse produce
+// and creation.
+func TestInternalTopics(t *testing.T) {
+	tb := startTest(t)
+	ctx := txnCtx(t)
+	cl := tb.client()
+	req := kmsg.NewPtrMetadataRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := map[string]bool{}
+	for _, mt := range resp.Topics {
+		if mt.IsInternal {
+			internal[*mt.Topic] = true
+		}
+	}
+	if !internal["__consumer_offsets"] || !internal["__transaction_state"] {
+		t.Fatalf("internal topics listed: %v", internal)
+	}
+	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "__consumer_offsets", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to __consumer_offsets: %v", err)
+	}
+	if err := tb.b.CreateTopic(ctx, "__transaction_state", 1, nil); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("create __transaction_state: %v", err)
+	}
+	// A regex subscription skips internal topics.
+	plain := tb.client(kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("regex-visible"))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cons := tb.client(kgo.ConsumeRegex(), kgo.ConsumeTopics(".*"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := cons.PollFetches(ctx)
+	for _, r := range fs.Records() {
+		if r.Topic != "regex-visible" {
+			t.Fatalf("regex consumer read %s", r.Topic)
+		}
+	}
+	if len(fs.Records()) != 1 {
+		t.Fatalf("regex consumer read %d records, want 1 (errors %v)", len(fs.Records()), fs.Errors())
+	}
+}
