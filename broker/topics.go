@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,14 +184,19 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 			return nil, fmt.Errorf("broker: create %s: %w", dir, err)
 		}
 	}
-	l, err := storage.Open(b.fs, dir, t.conf.storage())
+	// Retention never removes the records of an open transaction (at or
+	// past the first offset of the oldest one).
+	txns := newTxnIndex()
+	scfg := t.conf.storage()
+	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
+	l, err := storage.Open(b.fs, dir, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("broker: open partition %s/%d: %w", t.name, i, err)
 	}
 	if r := l.Recovery(); !create {
 		b.cfg.logger.Debug("partition recovered", "topic", t.name, "partition", i, "report", fmt.Sprintf("%+v", r))
 	}
-	pids, txns := newProducerTable(), newTxnIndex()
+	pids := newProducerTable()
 	if err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
 		pids.replay(&h)
 		commit := false
