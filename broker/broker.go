@@ -341,7 +341,7 @@ func (b *Broker) closePartitions() error {
 	var errs []error
 	for _, t := range ts {
 		for _, p := range t.parts {
-			if err := p.close(); err != nil {
+			if err := p.closeSnapshot(b); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -75,12 +75,23 @@ type partition struct {
 	pids *producerTable
 	// txns tracks the partition's open and aborted transactions (LSO).
 	txns *txnIndex
+	dir  string
+	// fromSnapshot: pids and txns were loaded from producers.snapshot.
+	fromSnapshot bool
 }
 
-func (p *partition) close() error {
+func (p *partition) close() error { return p.closeSnapshot(nil) }
+
+// closeSnapshot stops the partition; with b set and a clean stop, it
+// writes the producer-state snapshot before closing the log.
+func (p *partition) closeSnapshot(b *Broker) error {
 	var errs []error
 	if err := p.acc.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: close %s/%d acceptor: %w", p.topic, p.index, err))
+	} else if b != nil {
+		if err := b.writeSnapshot(p, p.dir); err != nil {
+			b.cfg.logger.Warn("producer snapshot not written; the next start scans the log", "topic", p.topic, "partition", p.index, "err", err)
+		}
 	}
 	if err := p.log.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: close %s/%d log: %w", p.topic, p.index, err))
@@ -197,23 +208,26 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 		b.cfg.logger.Debug("partition recovered", "topic", t.name, "partition", i, "report", fmt.Sprintf("%+v", r))
 	}
 	pids := newProducerTable()
-	if err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
-		pids.replay(&h)
-		commit := false
-		if h.Control() && h.Transactional() {
-			var err error
-			if commit, err = readMarker(l, &h); err != nil {
-				return err
+	fromSnapshot := !create && b.loadSnapshot(dir, l.StartOffset(), l.NextOffset(), pids, txns)
+	if !fromSnapshot {
+		if err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
+			pids.replay(&h)
+			commit := false
+			if h.Control() && h.Transactional() {
+				var err error
+				if commit, err = readMarker(l, &h); err != nil {
+					return err
+				}
 			}
+			txns.replay(&h, commit)
+			return nil
+		}); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
 		}
-		txns.replay(&h, commit)
-		return nil
-	}); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
 	}
 	acc := acceptor.Start(l, acceptor.Config{Policy: b.cfg.fsync, Metrics: b.accM})
-	return &partition{topic: t.name, index: i, log: l, acc: acc, pids: pids, txns: txns}, nil
+	return &partition{topic: t.name, index: i, dir: dir, log: l, acc: acc, pids: pids, txns: txns, fromSnapshot: fromSnapshot}, nil
 }
 
 // lookup returns a topic by name, or nil.
