@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sluice/broker"
+	"sluice/internal/bench"
 )
 
 const benchChildEnv = "SLUICE_BENCH_BROKER" // "sluice" or "kfake-mem"
@@ -117,17 +117,11 @@ func childBroker(b *testing.B, kind string) (addr string, pid int, stop func()) 
 
 // procCPU returns a process's user+system CPU time.
 func procCPU(b *testing.B, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	u, err := bench.ReadProc(pid)
 	if err != nil {
 		b.Skipf("no /proc: %v", err)
 	}
-	// Fields after the parenthesised command name; utime and stime are
-	// fields 14 and 15 of the whole line, in clock ticks (100 Hz).
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return u.CPU
 }
 
 func benchTxn(b *testing.B, size int) {
