@@ -69,8 +69,8 @@ func TestSaramaTransactionsKcatReadCommitted(t *testing.T) {
 
 	kcat := needKcat(t)
 	read := func(iso string) string {
-		out := runKcat(t, kcat, "", "-b", n.addr, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e",
-			"-X", "isolation.level="+iso, "-f", "%s\n")
+		// The README's command.
+		out := runKcat(t, kcat, "", "-b", n.addr, "-C", "-t", topic, "-o", "beginning", "-e", "-X", "isolation.level="+iso)
 		return strings.Join(strings.Fields(out), " ")
 	}
 	if got, want := read("read_committed"), "c1 c2 c3 c4"; got != want {
