@@ -137,6 +137,7 @@ func handleFetch(r *request) (kmsg.Response, error) {
 			sp.LastStableOffset = fp.p.txns.lso(hw)
 			sp.LogStartOffset = fp.p.log.StartOffset()
 			if req.IsolationLevel == 1 && fp.slice.Len() > 0 {
+				fp.p.txns.trim(sp.LogStartOffset) // forget what retention removed
 				sp.AbortedTransactions = fp.p.txns.abortedIn(fp.offset, fp.limit)
 			}
 		}

@@ -73,6 +73,7 @@ func (p *partition) snapshot() *producerSnapshot {
 		s.Producers = append(s.Producers, sp)
 	}
 	p.pids.mu.Unlock()
+	p.txns.trim(s.Start)
 	p.txns.mu.Lock()
 	for id, first := range p.txns.open {
 		s.Open = append(s.Open, snapshotOpen{PID: id, First: first})

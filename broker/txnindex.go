@@ -67,13 +67,6 @@ func (x *txnIndex) end(pid int64, commit bool, off int64) bool {
 	return true
 }
 
-func (x *txnIndex) isOpen(pid int64) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	_, ok := x.open[pid]
-	return ok
-}
-
 // lso is the last stable offset given the high watermark.
 func (x *txnIndex) lso(hw int64) int64 {
 	x.mu.Lock()
@@ -109,8 +102,8 @@ func (x *txnIndex) trim(start int64) {
 	}
 }
 
-// openFirsts returns the producer ids with an open transaction and their
-// first offsets (DescribeProducers).
+// openFirst returns the first offset of pid's open transaction, -1 when
+// it has none (DescribeProducers).
 func (x *txnIndex) openFirst(pid int64) int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
