@@ -50,6 +50,7 @@ beats the default.`,
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", broker.DefaultTransactionMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -69,6 +70,7 @@ type serveOptions struct {
 	partitions              int
 	metrics                 string
 	logLevel                string
+	txnMaxTimeout           time.Duration
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -89,6 +91,9 @@ func serve(ctx context.Context, o serveOptions) error {
 	default:
 		return usagef("serve: --fsync %q: want always, interval or never", o.fsync)
 	}
+	if o.txnMaxTimeout <= 0 {
+		return usagef("serve: --transaction-max-timeout %v: want a positive duration", o.txnMaxTimeout)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return usagef("serve: --log-level: %w", err)
@@ -106,6 +111,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.DefaultPartitions(int32(o.partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
+		broker.TransactionMaxTimeout(o.txnMaxTimeout),
 	)
 	if err != nil {
 		return err
