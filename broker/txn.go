@@ -27,12 +27,12 @@ func (b *Broker) openTxn(g *groups.Coordinator) (*txn.Coordinator, error) {
 		SweepInterval: b.cfg.txnSweep,
 		AllocPID:      b.allocPID,
 		WriteMarkers:  b.writeMarkers,
-		CommitOffsets: func(group string, offs []txn.Offset) error {
+		CommitOffsets: func(group string, offs []txn.Offset, notBeforeMs int64) error {
 			out := make([]groups.TxnOffset, len(offs))
 			for i, o := range offs {
 				out[i] = groups.TxnOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata}
 			}
-			return g.CommitTxnOffsets(group, out)
+			return g.CommitTxnOffsets(group, out, notBeforeMs)
 		},
 		PartitionExists: b.partitionExists,
 		CheckMember:     g.CheckMember,

@@ -504,6 +504,7 @@ var (
 	errGroupIDNotFound         = kerr.GroupIDNotFound.Code
 	errMemberIDRequired        = kerr.MemberIDRequired.Code
 	errFencedInstanceID        = kerr.FencedInstanceID.Code
+	errUnstableOffsetCommit    = kerr.UnstableOffsetCommit.Code
 	errGroupSubscribedToTopic  = kerr.GroupSubscribedToTopic.Code
 )
 

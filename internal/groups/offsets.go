@@ -24,7 +24,6 @@ package groups
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -209,7 +208,7 @@ func (c *Coordinator) fetch(groupID string, topics []fetchTopic, all, stable boo
 			f.Metadata = &md
 		}
 		if stable && c.cfg.PendingTxnOffset != nil && c.cfg.PendingTxnOffset(groupID, topic, p) {
-			f.ErrorCode = kerr.UnstableOffsetCommit.Code
+			f.ErrorCode = errUnstableOffsetCommit
 			f.Offset = -1
 		}
 		out = append(out, f)

@@ -61,9 +61,10 @@ func (c *Coordinator) CheckMember(group, memberID string, instanceID *string, ge
 
 // CommitTxnOffsets durably writes the offsets of a committed transaction
 // for group, without a membership check (the transaction was checked when
-// it staged them). Writing the same offsets again is harmless, so the
-// transaction coordinator may repeat it after a crash.
-func (c *Coordinator) CommitTxnOffsets(group string, offs []TxnOffset) error {
+// it staged them), except for partitions whose offset was committed after
+// notBeforeMs (a newer commit wins). So the transaction coordinator may
+// write them again after a crash without undoing a later commit.
+func (c *Coordinator) CommitTxnOffsets(group string, offs []TxnOffset, notBeforeMs int64) error {
 	if c.closing.Load() {
 		return fmt.Errorf("groups: %w", kerr.CoordinatorNotAvailable)
 	}
@@ -77,11 +78,19 @@ func (c *Coordinator) CommitTxnOffsets(group string, offs []TxnOffset) error {
 	recs := make([]kv, 0, len(offs))
 	keys := make([]tp, 0, len(offs))
 	vals := make([]*committed, 0, len(offs))
+	g.mu.Lock()
 	for _, o := range offs {
+		if cur := g.offsets[tp{o.Topic, o.Partition}]; cur != nil && cur.commitMs > notBeforeMs {
+			continue
+		}
 		v := &committed{offset: o.Offset, epoch: o.LeaderEpoch, metadata: o.Metadata, commitMs: now}
 		keys = append(keys, tp{o.Topic, o.Partition})
 		vals = append(vals, v)
 		recs = append(recs, kv{Key: offsetKey(group, o.Topic, o.Partition), Value: v.value()})
+	}
+	g.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
 	}
 	err := c.st.append(recs, func(base int64) {
 		g.mu.Lock()

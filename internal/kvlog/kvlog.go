@@ -256,7 +256,15 @@ func (s *Log) Start(snapshot func() []Record) error {
 // before returning nil. No compaction snapshot is taken between the write
 // and the end of apply. On error nothing is applied; the records may or
 // may not be on disk (the next Replay tells).
-func (s *Log) Append(recs []Record, apply func()) error {
+func (s *Log) Append(recs []Record, apply func()) error { return s.append(recs, apply, true) }
+
+// Write is Append without waiting for the fsync: it returns once recs
+// are written (the next Append's fsync, or the acceptor's periodic one,
+// makes them durable, in order: a durable record implies that every
+// earlier one is). For records whose loss in a crash recovery tolerates.
+func (s *Log) Write(recs []Record, apply func()) error { return s.append(recs, apply, false) }
+
+func (s *Log) append(recs []Record, apply func(), durable bool) error {
 	buf := encodeBatch(nil, recs, s.now())
 	s.mu.RLock()
 	if s.closed || s.acc == nil {
@@ -269,7 +277,7 @@ func (s *Log) Append(recs []Record, apply func()) error {
 	}
 	// Background context: once queued, the write completes and is applied,
 	// so memory and log agree whatever happens to the caller.
-	_, err := s.acc.Append(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: true})
+	_, err := s.acc.Append(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: durable})
 	if err == nil && apply != nil {
 		apply()
 	}

@@ -11,7 +11,7 @@
 //	Ongoing ──EndTxn──> Prepare{Commit,Abort}  (fsynced: the decision)
 //	        ──markers on every partition, fsynced──
 //	        ──commit only: staged offsets written to the group, fsynced──
-//	        ──> Complete{Commit,Abort}          (fsynced)
+//	        ──> Complete{Commit,Abort}          (written; fsynced with the next record)
 //
 // Recovery (Open) finishes every transaction found in a Prepare state
 // (markers and offsets are idempotent: a partition without the producer's
@@ -64,8 +64,11 @@ type Config struct {
 	// durable. A partition without an open transaction of pid must ignore
 	// the marker; a partition that no longer exists is skipped.
 	WriteMarkers func(pid int64, epoch int16, commit bool, parts []TopicPartition) error
-	// CommitOffsets durably writes committed offsets for a group.
-	CommitOffsets func(group string, offsets []Offset) error
+	// CommitOffsets durably writes committed offsets for a group, except
+	// for partitions whose current offset was committed after notBeforeMs
+	// (milliseconds; a newer commit wins over a transaction's offsets
+	// written again by recovery).
+	CommitOffsets func(group string, offsets []Offset, notBeforeMs int64) error
 	// PartitionExists says whether a partition exists.
 	PartitionExists func(topic string, partition int32) bool
 	// CheckMember validates a TxnOffsetCommit's group membership (KIP-447):
@@ -194,6 +197,16 @@ func (c *Coordinator) snapshot() []kvlog.Record {
 func (c *Coordinator) persist(e *entry, t *Txn) error {
 	t.UpdateMs = c.cfg.Now().UnixMilli()
 	return c.log.Append([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func() {
+		c.mu.Lock()
+		c.publishLocked(e, t)
+		c.mu.Unlock()
+	})
+}
+
+// write is persist without waiting for the fsync (see kvlog.Log.Write).
+func (c *Coordinator) write(e *entry, t *Txn) error {
+	t.UpdateMs = c.cfg.Now().UnixMilli()
+	return c.log.Write([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func() {
 		c.mu.Lock()
 		c.publishLocked(e, t)
 		c.mu.Unlock()
@@ -355,7 +368,7 @@ func (c *Coordinator) finish(e *entry, p *Txn) error {
 			if len(p.Offsets[g]) == 0 {
 				continue
 			}
-			if err := c.cfg.CommitOffsets(g, p.Offsets[g]); err != nil {
+			if err := c.cfg.CommitOffsets(g, p.Offsets[g], p.UpdateMs); err != nil {
 				return fmt.Errorf("txn: commit offsets of %q for group %s: %w", p.ID, g, err)
 			}
 		}
@@ -366,7 +379,12 @@ func (c *Coordinator) finish(e *entry, p *Txn) error {
 		d.State = CompleteCommit
 	}
 	d.Partitions, d.Offsets, d.StartMs = nil, nil, -1
-	return c.persist(e, d)
+	// The Complete state need not be durable before EndTxn answers: the
+	// decision, markers and offsets already are, and if a crash loses it
+	// recovery finds the Prepare state and finishes again (markers are
+	// skipped where written, offsets are not written over newer commits).
+	// The next durable record of the log makes it durable too.
+	return c.write(e, d)
 }
 
 // storageCode maps a failed log write to the code clients retry on.

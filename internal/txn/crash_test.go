@@ -49,7 +49,7 @@ func (s *sink) config(fs vfs.FS, now func() time.Time) Config {
 			s.markers = append(s.markers, markerCall{pid, epoch, commit, append([]TopicPartition(nil), parts...)})
 			return nil
 		},
-		CommitOffsets: func(group string, offs []Offset) error {
+		CommitOffsets: func(group string, offs []Offset, _ int64) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.offsets[group] == nil {
