@@ -132,9 +132,9 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 // transaction) and the opening of the transaction on the partition, so
 // no batch can land after its transaction's marker.
 func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
-	// validateBatches has checked every CRC32C of these bytes, and only
-	// base offsets (outside the CRC) change from here on.
-	req := &acceptor.Request{Batches: records, Records: n, Durable: durable, Validated: true}
+	// validateBatches parsed these bytes once (CRC32C included); its
+	// headers travel with them to storage, which reads them no more.
+	req := &acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
 	idem, txnal := false, false
 	for i := range hs {
 		idem = idem || hs[i].Idempotent()

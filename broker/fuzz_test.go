@@ -98,21 +98,3 @@ func FuzzValidateBatches(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseMarker feeds arbitrary bytes to the control-batch parser.
-// Invariants: it never panics, and a marker it encodes parses back to the
-// same decision.
-func FuzzParseMarker(f *testing.F) {
-	f.Add(encodeMarker(1, 0, true, 0))
-	f.Add(encodeMarker(9, 3, false, 12345))
-	f.Add([]byte{0, 1, 2})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseMarker(b)
-		for _, commit := range []bool{true, false} {
-			got, err := parseMarker(encodeMarker(int64(len(b)), int16(len(b)%100), commit, int64(len(b))))
-			if err != nil || got != commit {
-				t.Fatalf("marker commit=%v parsed as %v (%v)", commit, got, err)
-			}
-		}
-	})
-}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -124,85 +123,35 @@ func (x *txnIndex) replay(h *batch.Header, commit bool) {
 	}
 }
 
-// Control batches (transaction markers), as Kafka writes them: attributes
-// transactional|control, the producer's id and epoch, base sequence -1,
-// and one record whose key is int16 version 0 and int16 type (0 ABORT,
-// 1 COMMIT) and whose value is int16 version 0 and int32 coordinator
-// epoch.
-const (
-	attrTransactional = 0x10
-	attrControl       = 0x20
-)
-
-// encodeMarker returns a marker batch with base offset 0.
+// encodeMarker returns a transaction marker batch (base offset 0) for
+// producer pid at epoch: COMMIT or ABORT.
 func encodeMarker(pid int64, epoch int16, commit bool, ts int64) []byte {
-	var key [4]byte
+	t := batch.ControlAbort
 	if commit {
-		binary.BigEndian.PutUint16(key[2:], 1)
+		t = batch.ControlCommit
 	}
-	value := make([]byte, 6) // version 0, coordinator epoch 0
-	rec := kmsg.Record{Key: key[:], Value: value}
-	enc := rec.AppendTo(nil) // Length 0 encodes as one varint byte
-	body := binary.AppendVarint(nil, int64(len(enc)-1))
-	body = append(body, enc[1:]...)
-	b := kmsg.RecordBatch{
-		Length:          int32(batch.HeaderSize - batch.LengthOffset + len(body)),
-		Magic:           2,
-		Attributes:      attrTransactional | attrControl,
-		LastOffsetDelta: 0,
-		FirstTimestamp:  ts,
-		MaxTimestamp:    ts,
-		ProducerID:      pid,
-		ProducerEpoch:   epoch,
-		FirstSequence:   -1,
-		NumRecords:      1,
-		Records:         body,
-	}
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[17:], batch.Checksum(out))
-	return out
+	return batch.AppendMarker(nil, 0, 0, batch.Marker{Type: t, ProducerID: pid, ProducerEpoch: epoch, Timestamp: ts})
 }
 
-var errBadMarker = errors.New("broker: undecodable transaction marker")
-
-// parseMarker returns whether the control batch raw is a COMMIT marker.
-func parseMarker(raw []byte) (commit bool, err error) {
-	h, err := batch.ParseHeader(raw)
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", errBadMarker, err)
-	}
-	if h.Compression() != 0 || h.NumRecords < 1 || len(raw) < h.Size() {
-		return false, fmt.Errorf("%w at offset %d", errBadMarker, h.BaseOffset)
-	}
-	rest := raw[batch.HeaderSize:h.Size()]
-	n, w := binary.Varint(rest)
-	if w <= 0 || n < 0 || int64(len(rest)-w) < n {
-		return false, fmt.Errorf("%w at offset %d: record cut short", errBadMarker, h.BaseOffset)
-	}
-	var rec kmsg.Record
-	if err := rec.ReadFrom(rest[:w+int(n)]); err != nil || len(rec.Key) < 4 {
-		return false, fmt.Errorf("%w at offset %d: bad key", errBadMarker, h.BaseOffset)
-	}
-	switch binary.BigEndian.Uint16(rec.Key[2:]) {
-	case 0:
-		return false, nil
-	case 1:
-		return true, nil
-	}
-	return false, fmt.Errorf("%w at offset %d: control type %d", errBadMarker, h.BaseOffset, binary.BigEndian.Uint16(rec.Key[2:]))
-}
-
-// readMarker reads the control batch at offset off of l.
+// readMarker reads the control batch of header h from l and reports
+// whether it is a COMMIT marker.
 func readMarker(l *storage.Log, h *batch.Header) (bool, error) {
 	s, err := l.Read(h.BaseOffset, h.BaseOffset+1, h.Size())
 	if err != nil {
 		return false, err
 	}
-	b, err := s.Bytes()
+	raw, err := s.Bytes()
 	if err != nil {
 		return false, err
 	}
-	return parseMarker(b)
+	if len(raw) < h.Size() {
+		return false, fmt.Errorf("broker: control batch at offset %d cut short", h.BaseOffset)
+	}
+	m, err := batch.ParseMarker(h, raw[:h.Size()])
+	if err != nil {
+		return false, fmt.Errorf("broker: control batch at offset %d: %w", h.BaseOffset, err)
+	}
+	return m.Type == batch.ControlCommit, nil
 }
 
 // writeMarkers writes a COMMIT or ABORT marker for pid to each partition
@@ -243,7 +192,7 @@ func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.T
 // recovery, or a partition that got no records), otherwise the
 // transaction is closed and the producer's epoch raised to the marker's.
 func (b *Broker) enqueueMarker(p *partition, m []byte, pid int64, epoch int16, commit bool) (acceptor.Pending, error) {
-	req := &acceptor.Request{Batches: m, Records: 1, Durable: true, Validated: true}
+	req := &acceptor.Request{Batches: m, Records: 1, Durable: true}
 	req.Check = func(base int64) (int64, bool, error) {
 		if !p.txns.end(pid, commit, base) {
 			return -1, true, nil
