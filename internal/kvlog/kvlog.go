@@ -15,8 +15,8 @@
 // directory CURRENT does not name (an interrupted compaction), so a crash
 // at any point leaves either the old or the new log, never a mix.
 //
-// The transaction coordinator (internal/txn) keeps its state here; the
-// group coordinator has the same design in its own store.
+// The group coordinator (internal/groups) and the transaction coordinator
+// (internal/txn) keep their state here.
 package kvlog
 
 import (
@@ -56,6 +56,8 @@ type Config struct {
 	Now               func() time.Time
 	// Warn logs a problem that does not fail an Append (a failed compaction).
 	Warn func(msg string, args ...any)
+	// OnCompact, if set, is called after each compaction (metrics).
+	OnCompact func()
 }
 
 // Log is the store. Goroutines: Start starts the acceptor goroutine that
@@ -69,6 +71,7 @@ type Log struct {
 	compactMin int64
 	now        func() int64 // milliseconds
 	warn       func(msg string, args ...any)
+	onCompact  func()
 
 	// mu guards the fields below through broken and orders appends
 	// against compaction: Append holds it shared from its write until its
@@ -114,6 +117,7 @@ func Open(cfg Config) (*Log, error) {
 		compactMin: int64(cfg.CompactMinRecords),
 		now:        func() int64 { return cfg.Now().UnixMilli() },
 		warn:       cfg.Warn,
+		onCompact:  cfg.OnCompact,
 	}
 	if err := s.fs.MkdirAll(s.dir); err != nil {
 		return nil, fmt.Errorf("kvlog: create %s: %w", s.dir, err)
@@ -199,8 +203,9 @@ func (s *Log) writeCurrent(seq int) error {
 	return nil
 }
 
-// Replay calls fn for every stored record in order, once, before Start.
-func (s *Log) Replay(fn func(r Record) error) error {
+// Replay calls fn for every stored record in order, once, before Start,
+// with the record's position (see Append).
+func (s *Log) Replay(fn func(pos int64, r Record) error) error {
 	off, end := s.log.StartOffset(), s.log.NextOffset()
 	var n int64
 	for off < end {
@@ -219,7 +224,7 @@ func (s *Log) Replay(fn func(r Record) error) error {
 		err = decodeBatches(b, func(o int64, r Record) error {
 			n++
 			next = o + 1
-			return fn(r)
+			return fn(o, r)
 		})
 		if err != nil {
 			return err
@@ -253,18 +258,21 @@ func (s *Log) Start(snapshot func() []Record) error {
 }
 
 // Append makes recs durable, in order, then calls apply (if not nil)
-// before returning nil. No compaction snapshot is taken between the write
-// and the end of apply. On error nothing is applied; the records may or
-// may not be on disk (the next Replay tells).
-func (s *Log) Append(recs []Record, apply func()) error { return s.append(recs, apply, true) }
+// with the position of the first before returning nil. Positions
+// increase with the order of the writes and never repeat, even across
+// compactions (they are not necessarily the log's offsets). No compaction
+// snapshot is taken between the write and the end of apply. On error
+// nothing is applied; the records may or may not be on disk (the next
+// Replay tells).
+func (s *Log) Append(recs []Record, apply func(pos int64)) error { return s.append(recs, apply, true) }
 
 // Write is Append without waiting for the fsync: it returns once recs
 // are written (the next Append's fsync, or the acceptor's periodic one,
 // makes them durable, in order: a durable record implies that every
 // earlier one is). For records whose loss in a crash recovery tolerates.
-func (s *Log) Write(recs []Record, apply func()) error { return s.append(recs, apply, false) }
+func (s *Log) Write(recs []Record, apply func(pos int64)) error { return s.append(recs, apply, false) }
 
-func (s *Log) append(recs []Record, apply func(), durable bool) error {
+func (s *Log) append(recs []Record, apply func(int64), durable bool) error {
 	buf := encodeBatch(nil, recs, s.now())
 	s.mu.RLock()
 	if s.closed || s.acc == nil {
@@ -277,9 +285,9 @@ func (s *Log) append(recs []Record, apply func(), durable bool) error {
 	}
 	// Background context: once queued, the write completes and is applied,
 	// so memory and log agree whatever happens to the caller.
-	_, err := s.acc.Append(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: durable})
+	res, err := s.acc.Append(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: durable})
 	if err == nil && apply != nil {
-		apply()
+		apply(s.posBase + res.BaseOffset)
 	}
 	n := s.records.Add(int64(len(recs)))
 	s.mu.RUnlock()
@@ -362,8 +370,22 @@ func (s *Log) rewriteLocked(live []Record) error {
 	} else if err := s.fs.SyncDir(s.dir); err != nil {
 		s.warn("kvlog: syncing the log directory failed", "err", err)
 	}
+	if s.onCompact != nil {
+		s.onCompact()
+	}
 	return nil
 }
+
+// Generation is the number of the live log directory: 1, plus one per
+// compaction.
+func (s *Log) Generation() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.seq
+}
+
+// Records is the number of records in the live log.
+func (s *Log) Records() int64 { return s.records.Load() }
 
 // Close stops the writer and closes the log. It is idempotent.
 func (s *Log) Close() error {

@@ -38,7 +38,7 @@ func open(t *testing.T, fs vfs.FS) (*Log, *model, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	err = l.Replay(func(r Record) error {
+	err = l.Replay(func(_ int64, r Record) error {
 		v, err := strconv.Atoi(string(r.Value))
 		if err != nil {
 			return err
@@ -63,7 +63,7 @@ func workload(l *Log, md *model) (acked, tried map[string]int) {
 	for i := 1; i <= 60; i++ {
 		k := fmt.Sprintf("k%d", i%4)
 		tried[k] = i
-		err := l.Append([]Record{{Key: []byte(k), Value: []byte(strconv.Itoa(i))}}, func() {
+		err := l.Append([]Record{{Key: []byte(k), Value: []byte(strconv.Itoa(i))}}, func(int64) {
 			md.mu.Lock()
 			md.m[k] = i
 			md.mu.Unlock()

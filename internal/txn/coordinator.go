@@ -134,7 +134,7 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{cfg: cfg, log: l, byID: map[string]*entry{}, byPID: map[int64]*entry{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	err = l.Replay(func(r kvlog.Record) error {
+	err = l.Replay(func(_ int64, r kvlog.Record) error {
 		if r.Value == nil {
 			return nil // no tombstones are written; tolerate them
 		}
@@ -196,7 +196,7 @@ func (c *Coordinator) snapshot() []kvlog.Record {
 // persist makes t durable and then the entry's state. e.op must be held.
 func (c *Coordinator) persist(e *entry, t *Txn) error {
 	t.UpdateMs = c.cfg.Now().UnixMilli()
-	return c.log.Append([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func() {
+	return c.log.Append([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
 		c.mu.Lock()
 		c.publishLocked(e, t)
 		c.mu.Unlock()
@@ -206,7 +206,7 @@ func (c *Coordinator) persist(e *entry, t *Txn) error {
 // write is persist without waiting for the fsync (see kvlog.Log.Write).
 func (c *Coordinator) write(e *entry, t *Txn) error {
 	t.UpdateMs = c.cfg.Now().UnixMilli()
-	return c.log.Write([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func() {
+	return c.log.Write([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
 		c.mu.Lock()
 		c.publishLocked(e, t)
 		c.mu.Unlock()
