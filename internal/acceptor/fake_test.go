@@ -264,3 +264,28 @@ func checkData(t *testing.T, data []byte, calls ...*call) {
 		t.Fatalf("log holds %d bytes that differ from the %d bytes appended", len(data), len(want))
 	}
 }
+
+// Recover fails while an error is injected; otherwise it cuts the data
+// back to what was synced (unless keepUnsynced), as storage.Log does.
+func (f *fakeLog) Recover(keepUnsynced bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.appendErr != nil {
+		return f.appendErr
+	}
+	if f.syncErr != nil {
+		return f.syncErr
+	}
+	if !keepUnsynced {
+		f.data = f.data[:f.synced]
+	}
+	f.next = 0
+	if _, err := batch.Split(f.data, func(h batch.Header, _ []byte) error {
+		f.next = h.LastOffset() + 1
+		return nil
+	}); err != nil {
+		return err
+	}
+	f.ops = append(f.ops, op{kind: "recover"})
+	return nil
+}

@@ -40,6 +40,9 @@ type MemFS struct {
 	inject  func(Op) error
 	counts  [numOpKinds]int64
 	seq     int64
+	// capacity bounds the bytes of all files (SetCapacity); 0: unlimited.
+	capacity int64
+	locks    map[string]bool // names held by Lock
 }
 
 // memNode is one file's contents (an inode: renames move it, open handles
@@ -444,6 +447,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	if err := f.fs.beginLocked(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	if err := f.fs.spaceLocked(f.name, len(p)); err != nil {
 		return 0, err
 	}
 	f.n.data = append(f.n.data, p...)
