@@ -120,6 +120,9 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 // idempotent batches the producer-state check runs on the acceptor
 // goroutine, serialized with offset assignment (see producers.go).
 func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
+	if err := b.diskGuard(p); err != nil {
+		return acceptor.Pending{}, err
+	}
 	// validateBatches has checked every CRC32C of these bytes, and only
 	// base offsets (outside the CRC) change from here on.
 	req := &acceptor.Request{Batches: records, Records: n, Durable: durable, Validated: true}

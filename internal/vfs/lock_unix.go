@@ -24,14 +24,14 @@ func (osFS) Lock(name string) (Unlocker, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			holder := "another process"
+			le := &LockedError{Name: name}
 			b := make([]byte, 32)
 			if n, _ := f.ReadAt(b, 0); n > 0 {
 				if pid, perr := strconv.Atoi(string(bytes.TrimSpace(b[:n]))); perr == nil {
-					holder = "process " + strconv.Itoa(pid)
+					le.PID = pid
 				}
 			}
-			return nil, fmt.Errorf("%w: %s is held by %s", ErrLocked, name, holder)
+			return nil, le
 		}
 		return nil, fmt.Errorf("vfs: lock %s: %w", name, err)
 	}

@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"fmt"
 	"os"
 	"path"
 	"sync"
@@ -56,7 +55,7 @@ func (m *MemFS) Lock(name string) (Unlocker, error) {
 		m.locks = map[string]bool{}
 	}
 	if m.locks[name] {
-		return nil, fmt.Errorf("%w: %s is held by this process", ErrLocked, name)
+		return nil, &LockedError{Name: name, PID: os.Getpid()}
 	}
 	m.locks[name] = true
 	return &memLock{m: m, name: name}, nil

@@ -7,6 +7,7 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -87,5 +88,21 @@ type Unlocker interface {
 	Unlock() error
 }
 
-// ErrLocked: a Locker.Lock found the lock held by another owner.
-var ErrLocked = errors.New("vfs: locked by another process")
+// ErrLocked: a Locker.Lock found the lock held by another owner. The
+// error returned is a *LockedError.
+var ErrLocked = errors.New("vfs: locked by another owner")
+
+// LockedError names a held lock and its holder.
+type LockedError struct {
+	Name string // the lock file
+	PID  int    // the holder's process id; 0 when unknown
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("%s is held by process %d", e.Name, e.PID)
+	}
+	return e.Name + " is held by another owner"
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
