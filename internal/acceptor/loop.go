@@ -328,6 +328,7 @@ func (r *runState) finishSync(err error) {
 		return
 	}
 	r.synced = r.syncTarget
+	r.healDelay = 0 // the disk works again: a later failure starts the backoff afresh
 	r.a.setHW(r.synced)
 	n := 0
 	for _, w := range r.unsynced {
@@ -421,7 +422,9 @@ func (r *runState) heal() {
 	}
 	next := r.a.log.NextOffset()
 	r.next, r.written, r.synced, r.sinceSync = next, next, next, 0
-	r.failed, r.healDelay = nil, 0
+	// healDelay is kept until an fsync succeeds, so that a disk still
+	// full fails, heals and fails again ever more slowly.
+	r.failed = nil
 	r.a.failure.Store(nil)
 	r.a.setHW(next) // everything the recovered log holds was fsynced
 	r.cfg.Metrics.healed()

@@ -60,17 +60,8 @@ func (l *Log) Recover(keepUnsynced bool) error {
 			dirty = true
 		}
 	}
-	if err := a.file.Truncate(keep); err != nil {
-		return fmt.Errorf("storage: recover %s: truncate to %d: %w", a.path, keep, err)
-	}
-	if err := a.file.Sync(); err != nil {
-		return fmt.Errorf("storage: recover %s: sync: %w", a.path, err)
-	}
-	if dirty {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("storage: recover %s: sync directory: %w", l.dir, err)
-		}
-	}
+	// The kept bytes are rescanned and published before the file is cut,
+	// so that a reader never looks for a batch past the end of the file.
 	s := newSegment(l.dir, a.base, a.file)
 	w := &window{f: a.file, size: keep}
 	if end, _, err := scan(s, w, 0, int64(l.cfg.IndexInterval)); err != nil {
@@ -83,6 +74,18 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	a.synced = keep
 	l.mu.Unlock()
 	a.sinceOff, a.sinceTime = s.sinceOff, s.sinceTime
+
+	if err := a.file.Truncate(keep); err != nil {
+		return fmt.Errorf("storage: recover %s: truncate to %d: %w", a.path, keep, err)
+	}
+	if err := a.file.Sync(); err != nil {
+		return fmt.Errorf("storage: recover %s: sync: %w", a.path, err)
+	}
+	if dirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("storage: recover %s: sync directory: %w", l.dir, err)
+		}
+	}
 
 	l.failMu.Lock()
 	l.failed = nil
