@@ -415,3 +415,52 @@ func TestEIOThenHealthy(t *testing.T) {
 		t.Fatalf("records out of order: %v", ts)
 	}
 }
+
+// TestDiskFullTmpfs is TestDiskFullCrashFS on a real filesystem: a small
+// tmpfs mounted for the test (skipped where mounting is not permitted).
+func TestDiskFullTmpfs(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+		if os.Getenv("CI") == "true" && !errors.Is(err, syscall.EPERM) {
+			t.Fatalf("mount tmpfs: %v", err)
+		}
+		t.Skipf("cannot mount a tmpfs here (%v); run as root to test a real full disk", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	data := filepath.Join(dir, "data")
+	b := newBroker(t, data, DiskLowWatermark(0), withHealBackoff(time.Millisecond))
+	const topic = "full"
+	if err := b.CreateTopic(context.Background(), topic, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, b.Addr())
+	f := &fillRun{t: t, topic: topic, parts: 3, acked: map[int32][]int64{}}
+	for _, m := range f.fill(c, 3) {
+		if !strings.Contains(m, syscall.ENOSPC.Error()) {
+			t.Fatalf("refusal %q does not name the cause (%v)", m, syscall.ENOSPC)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, b, topic)
+	f.produceOK(c)
+	addr := b.Addr()
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	b2 := newBroker(t, data, ListenAddr(addr), DiskLowWatermark(0))
+	f.check(b2.Addr())
+	f.produceOK(dialRaw(t, b2.Addr()))
+	if err := b2.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}

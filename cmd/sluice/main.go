@@ -20,6 +20,7 @@ commands:
   produce   write stdin lines as records, acks=all (sluice produce -t TOPIC -K :)
   consume   print records (sluice consume -t TOPIC -e, or -G GROUP)
   group     list groups, or describe their members and lag
+  repair    check a stopped broker's logs; cut corrupt ones (sluice repair --data DIR --truncate-after-corruption)
 
 Client commands take -b BROKERS (env SLUICE_BROKERS, default 127.0.0.1:9092)
 and work against any Kafka-compatible broker.
@@ -42,6 +43,10 @@ func main() {
 		err = consumeCmd(os.Args[2:], os.Stdout)
 	case "group":
 		err = groupCmd(os.Args[2:], os.Stdout)
+	case "repair":
+		cmd := newRepairCmd()
+		cmd.SetArgs(os.Args[2:])
+		err = cmd.Execute()
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -35,6 +35,7 @@ func serve(args []string) error {
 	autoCreate := fs.Bool("auto-create", envBool("SLUICE_AUTO_CREATE", true), "create unknown topics on metadata requests (env SLUICE_AUTO_CREATE)")
 	partitions := fs.Int("partitions", envInt("SLUICE_PARTITIONS", 1), "partitions of auto-created topics (env SLUICE_PARTITIONS)")
 	metrics := fs.String("metrics", envOr("SLUICE_METRICS", ""), "serve Prometheus metrics at http://ADDR/metrics; off when empty (env SLUICE_METRICS)")
+	diskLow := fs.Int64("disk-low-watermark", int64(envInt("SLUICE_DISK_LOW_WATERMARK", -1)), "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: min(1 GiB, 5%), 0: off (env SLUICE_DISK_LOW_WATERMARK)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -67,7 +68,7 @@ func serve(args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	b, err := broker.New(
+	opts := []broker.Opt{
 		broker.DataDir(*data),
 		broker.ListenAddr(*listen),
 		broker.AdvertiseAddr(*advertise),
@@ -76,7 +77,11 @@ func serve(args []string) error {
 		broker.DefaultPartitions(int32(*partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
-	)
+	}
+	if *diskLow >= 0 {
+		opts = append(opts, broker.DiskLowWatermark(*diskLow))
+	}
+	b, err := broker.New(opts...)
 	if err != nil {
 		return err
 	}

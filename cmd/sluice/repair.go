@@ -1,0 +1,40 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"sluice/internal/repair"
+	"sluice/internal/vfs"
+)
+
+// newRepairCmd is `sluice repair`: check the partition logs of a stopped
+// broker's data directory and, with --truncate-after-corruption, cut a
+// corrupt log at its last valid batch (keeping a copy).
+func newRepairCmd() *cobra.Command {
+	o := repair.Options{Partition: -1}
+	var partition int32 = -1
+	cmd := &cobra.Command{
+		Use:   "repair --data DIR [--topic T --partition P] [--truncate-after-corruption]",
+		Short: "check partition logs offline and cut corrupt ones at their last valid batch",
+		Long: `Repair checks every batch (CRC included) of the partition logs in a data
+directory. It refuses a directory a running broker holds. Without
+--truncate-after-corruption it only reports; with it, each corrupt log is
+cut at the last valid batch before the corruption: the corrupt segment is
+copied to <segment>.broken first and later segments are renamed to
+<segment>.broken, and it prints the offsets and bytes removed.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Partition = partition
+			_, err := repair.Run(vfs.OS(), o, cmd.OutOrStdout())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Data, "data", envOr("SLUICE_DATA", ""), "data directory (env SLUICE_DATA)")
+	f.StringVar(&o.Topic, "topic", "", "only this topic")
+	f.Int32Var(&partition, "partition", -1, "only this partition of --topic")
+	f.BoolVar(&o.Truncate, "truncate-after-corruption", false, "cut each corrupt log at its last valid batch (a copy is kept)")
+	return cmd
+}
