@@ -168,9 +168,10 @@ func (m *manualTicker) tick(t *testing.T, d time.Duration) {
 	c <- time.Time{}
 }
 
-// testConfig is a Config whose tickers only fire by hand.
+// testConfig is a Config whose tickers only fire by hand and whose failed
+// partitions do not heal within a test (heal tests shorten HealBackoff).
 func testConfig(mt *manualTicker) Config {
-	return Config{FlushInterval: time.Second, RetentionCheck: time.Minute, NewTicker: mt.newTicker}
+	return Config{FlushInterval: time.Second, RetentionCheck: time.Minute, NewTicker: mt.newTicker, HealBackoff: time.Hour}
 }
 
 // mkReq returns a request of one batch with records records of valueSize
