@@ -464,3 +464,108 @@ func TestDiskFullTmpfs(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestAdminUnderFaults: DeleteTopics answers success when the topic is
+// gone even though the disk is full (closing its partitions fails), and
+// an error only when the topic is still there (its rename failed), in
+// which case the topic keeps working. A CreatePartitions that fails
+// leaves no partition behind, and a stray partition directory left by a
+// crash is removed at the next start.
+func TestAdminUnderFaults(t *testing.T) {
+	mem := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(mem))
+	ctx := context.Background()
+	for _, name := range []string{"gone", "kept"} {
+		if err := b.CreateTopic(ctx, name, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.AppendBatch(ctx, name, 0, storagetest.MakeBatch(2, 10, 1), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	// A full disk: every write, create and fsync fails.
+	mem.Inject(func(op vfs.Op) error {
+		switch op.Kind {
+		case vfs.OpWrite, vfs.OpCreate, vfs.OpSync:
+			return vfs.Errno(op, syscall.ENOSPC)
+		}
+		return nil
+	})
+	res, err := adm.DeleteTopics(ctx, "gone")
+	if err != nil || res["gone"].Err != nil {
+		t.Fatalf("DeleteTopics on a full disk: %v %v, want success", err, res["gone"].Err)
+	}
+	if b.lookup("gone") != nil {
+		t.Fatal("the deleted topic is still listed")
+	}
+	if _, err := mem.Stat("/data/topics/gone"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the deleted topic's directory: %v", err)
+	}
+
+	// A failed rename: the topic is not deleted, the answer says so, and
+	// the topic still works.
+	mem.Inject(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRename && strings.HasPrefix(op.Name, "/data/topics/kept") {
+			return vfs.Errno(op, syscall.EIO)
+		}
+		return nil
+	})
+	res, err = adm.DeleteTopics(ctx, "kept")
+	if err != nil || !errors.Is(res["kept"].Err, kerr.KafkaStorageError) {
+		t.Fatalf("DeleteTopics with a failing rename: %v %v, want KAFKA_STORAGE_ERROR", err, res["kept"].Err)
+	}
+	if off, err := b.AppendBatch(ctx, "kept", 0, storagetest.MakeBatch(1, 10, 2), -1); err != nil || off != 2 {
+		t.Fatalf("append to the topic whose deletion failed: %d %v, want offset 2", off, err)
+	}
+
+	// CreatePartitions whose topic.json cannot be written adds nothing.
+	mem.Inject(func(op vfs.Op) error {
+		if op.Kind == vfs.OpCreate && strings.HasSuffix(op.Name, "topic.json.tmp") {
+			return vfs.Errno(op, syscall.ENOSPC)
+		}
+		return nil
+	})
+	cp, err := adm.CreatePartitions(ctx, 2, "kept")
+	if err != nil || !errors.Is(cp["kept"].Err, kerr.KafkaStorageError) {
+		t.Fatalf("CreatePartitions with a failing write: %v %v", err, cp["kept"].Err)
+	}
+	mem.Inject(nil)
+	if n := len(b.lookup("kept").parts); n != 2 {
+		t.Fatalf("%d partitions after a failed CreatePartitions, want 2", n)
+	}
+	for _, p := range []string{"/data/topics/kept/2", "/data/topics/kept/3"} {
+		if _, err := mem.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left by a failed CreatePartitions: %v", p, err)
+		}
+	}
+
+	// A crash between creating a partition and writing topic.json leaves
+	// a directory with data: the next start removes it.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mem.MkdirAll("/data/topics/kept/2")
+	f, _ := mem.Create("/data/topics/kept/2/" + fmt.Sprintf("%020d.log", 0))
+	f.Write(storagetest.MakeBatch(1, 10, 3))
+	f.Close()
+	mem.MkdirAll("/data/deleted/old.0123")
+	b2 := newBroker(t, "/data", withFS(mem))
+	for _, p := range []string{"/data/topics/kept/2", "/data/deleted/old.0123"} {
+		if _, err := mem.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s survived the start: %v", p, err)
+		}
+	}
+	if err := b2.addPartitions("kept", 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if hw := b2.partition("kept", 2).acc.HighWatermark(); hw != 0 {
+		t.Fatalf("new partition 2 holds %d records, want none", hw)
+	}
+}

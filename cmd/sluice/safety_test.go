@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sluice/broker"
@@ -184,5 +186,28 @@ func TestRepairCommand(t *testing.T) {
 	}
 	if hw, _ := b.AppendBatch(context.Background(), "t", 0, batches[2], -1); hw != 10 {
 		t.Fatalf("next append after repair got offset %d, want 10", hw)
+	}
+}
+
+// TestServeDiskGuard: with --disk-low-watermark above the free space,
+// serve refuses produce with KAFKA_STORAGE_ERROR and logs the crossing.
+func TestServeDiskGuard(t *testing.T) {
+	dir, addr := t.TempDir(), freeAddr(t)
+	cmd, stderr := startServe(t, dir, addr, "SLUICE_DISK_LOW_WATERMARK=9223372036854775807")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("guarded"), kgo.AllowAutoTopicCreation(),
+		kgo.DisableIdempotentWrite(), kgo.RecordRetries(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("produce below the watermark: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	stopServe(t, cmd, stderr) // stderr is complete once serve has exited
+	if !strings.Contains(stderr.String(), "disk guard: free space below the low watermark") {
+		t.Fatalf("no disk guard log line:\n%s", stderr.String())
 	}
 }
