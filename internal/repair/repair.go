@@ -55,7 +55,7 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 		if err != nil {
 			return reps, fmt.Errorf("repair: %s/%d: %w", d.topic, d.part, err)
 		}
-		print(out, d.topic, d.part, rep)
+		printReport(out, d.topic, d.part, rep)
 		corrupt = corrupt || (rep.Corruption != nil && !rep.Truncated)
 	}
 	if corrupt {
@@ -103,7 +103,7 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 	return dirs, nil
 }
 
-func print(out io.Writer, topic string, part int64, r storage.RepairReport) {
+func printReport(out io.Writer, topic string, part int64, r storage.RepairReport) {
 	if r.Corruption == nil {
 		fmt.Fprintf(out, "%s/%d: ok\n", topic, part)
 		return
