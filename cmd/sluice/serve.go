@@ -66,6 +66,11 @@ func serve(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	// Signals are caught before the broker starts, so that a SIGTERM
+	// arriving as soon as it listens still shuts it down gracefully.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opts := []broker.Opt{
@@ -108,8 +113,6 @@ func serve(args []string) error {
 		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	stop() // a second signal kills the process
 	logger.Info("shutting down")
