@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,9 +22,7 @@ import (
 // output and exit error.
 func runSluice(t *testing.T, args string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS="+args)
-	out, err := cmd.CombinedOutput()
+	out, err := sluiceCmd(strings.Fields(args)...).CombinedOutput()
 	return string(out), err
 }
 
@@ -65,9 +62,8 @@ func TestServeLock(t *testing.T) {
 	}
 	cl.Close()
 	before := dirState(t, dir)
-	second := exec.Command(os.Args[0], "-test.run=^$")
-	second.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS=serve",
-		"SLUICE_DATA="+dir, "SLUICE_LISTEN="+freeAddr(t))
+	second := sluiceCmd("serve")
+	second.Env = append(second.Env, "SLUICE_DATA="+dir, "SLUICE_LISTEN="+freeAddr(t))
 	out, err := second.CombinedOutput()
 	if err == nil {
 		t.Fatalf("a second serve on %s exited 0:\n%s", dir, out)
