@@ -569,3 +569,45 @@ func TestAdminUnderFaults(t *testing.T) {
 		t.Fatalf("new partition 2 holds %d records, want none", hw)
 	}
 }
+
+// TestIdempotentRetryAfterHeal: an idempotent batch that passed the
+// sequence check but whose fsync failed is cut when the partition heals;
+// the producer's retry of the same sequence must be written again, not
+// answered as a duplicate of records that no longer exist.
+func TestIdempotentRetryAfterHeal(t *testing.T) {
+	mem := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(mem), withHealBackoff(time.Millisecond))
+	const topic = "idem-heal"
+	if err := b.CreateTopic(context.Background(), topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, b.Addr())
+	pid, epoch := initPID(c, -1, -1)
+	if got := produceOne(c, topic, idemBatch(pid, epoch, 0, 3)); got.ErrorCode != 0 {
+		t.Fatalf("first batch: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+	mem.Inject(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.HasPrefix(op.Name, "/data/topics/"+topic+"/") {
+			return vfs.Errno(op, syscall.EIO)
+		}
+		return nil
+	})
+	if got := produceOne(c, topic, idemBatch(pid, epoch, 3, 2)); got.ErrorCode != kerr.KafkaStorageError.Code {
+		t.Fatalf("batch under EIO: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(got.ErrorCode))
+	}
+	mem.Inject(nil)
+	waitHealthy(t, b, topic)
+	got := produceOne(c, topic, idemBatch(pid, epoch, 3, 2))
+	if got.ErrorCode != 0 || got.BaseOffset != 3 {
+		t.Fatalf("retry after healing: %v at %d, want success at offset 3", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+	}
+	if end := latestOffset(c, topic); end != 5 {
+		t.Fatalf("log end %d after the retry, want 5: the retry was taken for a duplicate", end)
+	}
+	if got := produceOne(c, topic, idemBatch(pid, epoch, 3, 2)); got.ErrorCode != 0 || got.BaseOffset != 3 {
+		t.Fatalf("a second retry: %v at %d, want the duplicate's offset 3", kerr.ErrorForCode(got.ErrorCode), got.BaseOffset)
+	}
+	if end := latestOffset(c, topic); end != 5 {
+		t.Fatalf("log end %d after a duplicate, want 5", end)
+	}
+}

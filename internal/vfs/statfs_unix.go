@@ -14,6 +14,6 @@ func (osFS) Usage(dir string) (Usage, error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return Usage{}, fmt.Errorf("vfs: statfs %s: %w", dir, err)
 	}
-	bs := uint64(st.Bsize) //nolint:unconvert // int64 on linux/amd64, uint32 elsewhere
+	bs := uint64(st.Bsize) // int64 on Linux, uint32 on some other systems
 	return Usage{Free: uint64(st.Bavail) * bs, Total: uint64(st.Blocks) * bs}, nil
 }
