@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"sluice/internal/storage"
 	"sluice/internal/vfs"
@@ -53,9 +54,9 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 		rep, err := storage.Repair(fs, d.path, o.Truncate)
 		reps = append(reps, rep)
 		if err != nil {
-			return reps, fmt.Errorf("repair: %s/%d: %w", d.topic, d.part, err)
+			return reps, fmt.Errorf("repair: %s: %w", d.name, err)
 		}
-		printReport(out, d.topic, d.part, rep)
+		printReport(out, d.name, rep)
 		corrupt = corrupt || (rep.Corruption != nil && !rep.Truncated)
 	}
 	if corrupt {
@@ -65,12 +66,12 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 }
 
 type logDir struct {
-	topic string
-	part  int64
-	path  string
+	name string // "topic/partition", or "groups" for the group coordinator's log
+	path string
 }
 
-// logDirs lists the selected partition directories: topics/<name>/<n>.
+// logDirs lists the selected logs: topics/<name>/<n>, and without a
+// topic also the group coordinator's live log (groups/CURRENT names it).
 func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 	root := filepath.Join(o.Data, "topics")
 	topics := []string{o.Topic}
@@ -94,7 +95,12 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 			if err != nil || strconv.FormatInt(n, 10) != e || (o.Partition >= 0 && n != int64(o.Partition)) {
 				continue
 			}
-			dirs = append(dirs, logDir{topic: t, part: n, path: filepath.Join(root, t, e)})
+			dirs = append(dirs, logDir{name: t + "/" + e, path: filepath.Join(root, t, e)})
+		}
+	}
+	if o.Topic == "" {
+		if d, ok := groupsLog(fs, o.Data); ok {
+			dirs = append(dirs, logDir{name: "groups", path: d})
 		}
 	}
 	if o.Topic != "" && o.Partition >= 0 && len(dirs) == 0 {
@@ -103,13 +109,33 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 	return dirs, nil
 }
 
-func printReport(out io.Writer, topic string, part int64, r storage.RepairReport) {
+// groupsLog returns the group coordinator's live log directory, if any.
+func groupsLog(fs vfs.FS, data string) (string, bool) {
+	f, err := fs.Open(filepath.Join(data, "groups", "CURRENT"))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b := make([]byte, 64)
+	n, _ := f.ReadAt(b, 0)
+	name := strings.TrimSpace(string(b[:n]))
+	if !strings.HasPrefix(name, "log-") || strings.ContainsAny(name, "/\\") {
+		return "", false
+	}
+	d := filepath.Join(data, "groups", name)
+	if _, err := fs.Stat(d); err != nil {
+		return "", false
+	}
+	return d, true
+}
+
+func printReport(out io.Writer, name string, r storage.RepairReport) {
 	if r.Corruption == nil {
-		fmt.Fprintf(out, "%s/%d: ok\n", topic, part)
+		fmt.Fprintf(out, "%s: ok\n", name)
 		return
 	}
 	c := r.Corruption
-	fmt.Fprintf(out, "%s/%d: corrupt segment %s at byte %d (offset %d): %v\n", topic, part, c.Segment, c.Position, c.Offset, c.Err)
+	fmt.Fprintf(out, "%s: corrupt segment %s at byte %d (offset %d): %v\n", name, c.Segment, c.Position, c.Offset, c.Err)
 	verb := "would remove"
 	if r.Truncated {
 		verb = "removed"
@@ -118,9 +144,9 @@ func printReport(out io.Writer, topic string, part int64, r storage.RepairReport
 	if r.LastOffset >= 0 {
 		last = fmt.Sprintf("valid batches up to offset %d after it", r.LastOffset)
 	}
-	fmt.Fprintf(out, "%s/%d: %s offsets from %d (%s), %d bytes, and %d later segment(s)\n",
-		topic, part, verb, r.FirstOffset, last, r.RemovedBytes, len(r.LaterSegments))
+	fmt.Fprintf(out, "%s: %s offsets from %d (%s), %d bytes, and %d later segment(s)\n",
+		name, verb, r.FirstOffset, last, r.RemovedBytes, len(r.LaterSegments))
 	for _, p := range r.Copies {
-		fmt.Fprintf(out, "%s/%d: kept a copy at %s\n", topic, part, p)
+		fmt.Fprintf(out, "%s: kept a copy at %s\n", name, p)
 	}
 }
