@@ -159,3 +159,34 @@ func TestRepair(t *testing.T) {
 		t.Fatalf("a repaired log still reports: %+v %v", rep, err)
 	}
 }
+
+// TestRecoverKeepUnsynced: with keepUnsynced (fsync policies that
+// acknowledge on write) Recover keeps every whole write, cuts a short
+// one, and syncs.
+func TestRecoverKeepUnsynced(t *testing.T) {
+	m := vfs.NewMem()
+	l := mustOpen(t, m, "/p", Config{})
+	defer l.Close()
+	a := newAppender(t, l)
+	a.add(3, 50, 1)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	a.add(2, 50, 2) // written, not synced
+	m.Inject(vfs.FailNth(vfs.OpWrite, m.Ops(vfs.OpWrite)+1, syscall.ENOSPC, false))
+	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 50, 3), a.next)
+	if err := l.Append(b); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Append: %v, want ENOSPC", err)
+	}
+	if err := l.Recover(true); err != nil {
+		t.Fatal(err)
+	}
+	if l.NextOffset() != 5 || !bytes.Equal(readAll(t, l, 0), a.data) {
+		t.Fatalf("after Recover(true): next offset %d, want 5 with every whole write", l.NextOffset())
+	}
+	c := mustOpen(t, m.CrashClone(vfs.CrashOptions{}), "/p", Config{})
+	defer c.Close()
+	if c.NextOffset() != 5 {
+		t.Fatalf("after a crash: next offset %d, want 5 (Recover syncs what it keeps)", c.NextOffset())
+	}
+}
