@@ -17,7 +17,7 @@ func makeLog(t *testing.T, fs vfs.FS, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Append(storagetest.MakeBatch(3, 10, 1)); err != nil {
+	if err := l.Append(storagetest.MakeBatch(3, 10, 1), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {

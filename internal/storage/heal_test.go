@@ -27,14 +27,14 @@ func TestRecoverAfterFailedSync(t *testing.T) {
 	}
 	synced := append([]byte(nil), a.data...)
 	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 50, 2), a.next)
-	if err := l.Append(b); err != nil {
+	if err := l.Append(b, nil); err != nil {
 		t.Fatal(err)
 	}
 	m.Inject(vfs.FailNth(vfs.OpSync, 1, syscall.EIO, true))
 	if err := l.Sync(); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Sync: %v, want ErrFailed wrapping EIO", err)
 	}
-	if err := l.Append(b); !errors.Is(err, ErrFailed) {
+	if err := l.Append(b, nil); !errors.Is(err, ErrFailed) {
 		t.Fatalf("Append on a failed log: %v", err)
 	}
 	if err := l.Recover(false); err == nil {
@@ -77,7 +77,7 @@ func TestRecoverAfterFailedRoll(t *testing.T) {
 	a.add(5, 100, 1) // about 700 bytes: the next batch rolls
 	m.Inject(vfs.FailNth(vfs.OpSyncDir, m.Ops(vfs.OpSyncDir)+1, syscall.ENOSPC, false))
 	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(5, 100, 2), a.next)
-	if err := l.Append(b); !errors.Is(err, syscall.ENOSPC) {
+	if err := l.Append(b, nil); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Append: %v, want ENOSPC from the roll", err)
 	}
 	stray := filepath.Join("/p", segmentName(5)+logSuffix)
@@ -175,7 +175,7 @@ func TestRecoverKeepUnsynced(t *testing.T) {
 	a.add(2, 50, 2) // written, not synced
 	m.Inject(vfs.FailNth(vfs.OpWrite, m.Ops(vfs.OpWrite)+1, syscall.ENOSPC, false))
 	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 50, 3), a.next)
-	if err := l.Append(b); !errors.Is(err, syscall.ENOSPC) {
+	if err := l.Append(b, nil); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Append: %v, want ENOSPC", err)
 	}
 	if err := l.Recover(true); err != nil {
