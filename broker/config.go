@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/vfs"
 )
 
 // Opt configures a Broker. Options are applied in order over the defaults;
@@ -35,6 +36,10 @@ type cfg struct {
 	registerer        prometheus.Registerer
 	txnMaxTimeout     time.Duration
 	txnSweep          time.Duration
+	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
+	diskInterval      time.Duration // between free-space checks
+	healBackoff       time.Duration // first wait before a failed partition recovers
+	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
 }
 
 // Defaults.
@@ -47,6 +52,7 @@ const (
 
 	DefaultTransactionMaxTimeout    = 15 * time.Minute
 	DefaultTransactionSweepInterval = 10 * time.Second
+	DefaultDiskCheck                = time.Second
 )
 
 func defaultCfg() cfg {
@@ -62,6 +68,9 @@ func defaultCfg() cfg {
 		logger:            slog.New(slog.DiscardHandler),
 		txnMaxTimeout:     DefaultTransactionMaxTimeout,
 		txnSweep:          DefaultTransactionSweepInterval,
+		diskWatermark:     -1,
+		diskInterval:      DefaultDiskCheck,
+		fs:                vfs.OS(),
 	}
 }
 
@@ -97,6 +106,9 @@ func (c *cfg) validate() error {
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.diskInterval <= 0 {
+		return fmt.Errorf("broker: DiskCheckInterval %v must be positive", c.diskInterval)
 	}
 	return nil
 }
@@ -158,3 +170,22 @@ func TransactionMaxTimeout(d time.Duration) Opt { return opt(func(c *cfg) { c.tx
 // are aborted (their producer fenced by an epoch bump). Default 10 s
 // (transaction.abort.timed.out.transaction.cleanup.interval.ms).
 func TransactionSweepInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.txnSweep = d }) }
+
+// DiskLowWatermark sets the free space (bytes) on the data directory's
+// filesystem below which produce is refused with KAFKA_STORAGE_ERROR
+// ("disk full"), before the disk is actually full. 0 turns the guard
+// off. Default: 1 GiB or 5% of the filesystem, whichever is smaller.
+func DiskLowWatermark(bytes int64) Opt {
+	return opt(func(c *cfg) { c.diskWatermark = max(bytes, 0) })
+}
+
+// DiskCheckInterval sets how often the free space is read (statfs).
+// Default 1 s.
+func DiskCheckInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.diskInterval = d }) }
+
+// withFS substitutes the filesystem (tests: the crash FS).
+func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
+
+// withHealBackoff sets the first wait before a failed partition tries to
+// recover (tests: a short one). Default acceptor.DefaultHealBackoff.
+func withHealBackoff(d time.Duration) Opt { return opt(func(c *cfg) { c.healBackoff = d }) }

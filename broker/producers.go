@@ -96,6 +96,13 @@ func (t *producerTable) active() []activeProducer {
 	return out
 }
 
+// replaceWith makes t hold o's state (o is not used afterwards).
+func (t *producerTable) replaceWith(o *producerTable) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m, t.maxPID = o.m, max(t.maxPID, o.maxPID)
+}
+
 // maxID returns the largest producer id seen.
 func (t *producerTable) maxID() int64 {
 	t.mu.Lock()

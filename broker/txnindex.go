@@ -41,6 +41,13 @@ type abortedTxn struct {
 
 func newTxnIndex() *txnIndex { return &txnIndex{open: map[int64]int64{}} }
 
+// replaceWith makes x hold o's state (o is not used afterwards).
+func (x *txnIndex) replaceWith(o *txnIndex) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.open, x.aborted = o.open, o.aborted
+}
+
 // begin records a transactional batch of pid at offset off.
 func (x *txnIndex) begin(pid, off int64) {
 	x.mu.Lock()

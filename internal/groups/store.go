@@ -38,7 +38,7 @@ func openLogStore(cfg Config, onCompact func()) (*logStore, error) {
 		SyncPolicy:        cfg.SyncPolicy,
 		CompactMinRecords: cfg.CompactMinRecords,
 		Now:               cfg.Now,
-		Warn:              cfg.Logger.Warn,
+		Logger:            cfg.Logger.With("log", "groups"),
 		OnCompact:         onCompact,
 	})
 	if err != nil {

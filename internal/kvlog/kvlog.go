@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strconv"
 	"strings"
@@ -54,8 +55,10 @@ type Config struct {
 	// records and more than twice as many as are live. Default 10000.
 	CompactMinRecords int
 	Now               func() time.Time
-	// Warn logs a problem that does not fail an Append (a failed compaction).
-	Warn func(msg string, args ...any)
+	// Logger receives the log's warnings (a failed compaction) and those
+	// of its storage and acceptor; default: discard. Callers name the log
+	// with Logger.With.
+	Logger *slog.Logger
 	// OnCompact, if set, is called after each compaction (metrics).
 	OnCompact func()
 }
@@ -106,17 +109,19 @@ func Open(cfg Config) (*Log, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Warn == nil {
-		cfg.Warn = func(string, ...any) {}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Log{
-		fs:         cfg.FS,
-		dir:        cfg.Dir,
-		scfg:       storage.Config{RetentionAge: -1, RetentionBytes: -1, SegmentAge: -1, SegmentBytes: 64 << 20},
-		acfg:       acceptor.Config{Policy: cfg.SyncPolicy, RetentionCheck: -1, QueueSize: 1024},
+		fs:  cfg.FS,
+		dir: cfg.Dir,
+		scfg: storage.Config{RetentionAge: -1, RetentionBytes: -1, SegmentAge: -1, SegmentBytes: 64 << 20,
+			Logger: cfg.Logger},
+		acfg: acceptor.Config{Policy: cfg.SyncPolicy, RetentionCheck: -1, QueueSize: 1024,
+			Logger: cfg.Logger},
 		compactMin: int64(cfg.CompactMinRecords),
 		now:        func() int64 { return cfg.Now().UnixMilli() },
-		warn:       cfg.Warn,
+		warn:       cfg.Logger.Warn,
 		onCompact:  cfg.OnCompact,
 	}
 	if err := s.fs.MkdirAll(s.dir); err != nil {

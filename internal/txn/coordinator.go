@@ -128,7 +128,7 @@ func Open(cfg Config) (*Coordinator, error) {
 		return nil, errors.New("txn: Config.AllocPID, WriteMarkers and CommitOffsets are required")
 	}
 	l, err := kvlog.Open(kvlog.Config{FS: cfg.FS, Dir: cfg.Dir, SyncPolicy: cfg.SyncPolicy,
-		CompactMinRecords: cfg.CompactMinRecords, Now: cfg.Now, Warn: cfg.Logger.Warn})
+		CompactMinRecords: cfg.CompactMinRecords, Now: cfg.Now, Logger: cfg.Logger.With("log", "transactions")})
 	if err != nil {
 		return nil, fmt.Errorf("txn: %w", err)
 	}
