@@ -210,6 +210,11 @@ func (b *Broker) start() error {
 	if err != nil {
 		ln.Close()
 		g.Close()
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("broker: open transaction coordinator: %w; to cut its log at the last valid batch (a copy is kept), "+
+				"stop the broker and run: sluice repair --data %s --truncate-after-corruption", err, b.cfg.dataDir)
+		}
 		return fmt.Errorf("broker: open transaction coordinator: %w", err)
 	}
 	b.mu.Lock()
