@@ -9,8 +9,8 @@
 // transaction goes through a durable decision:
 //
 //	Ongoing ──EndTxn──> Prepare{Commit,Abort}  (fsynced: the decision)
-//	        ──markers on every partition, fsynced──
-//	        ──commit only: staged offsets written to the group, fsynced──
+//	        ──markers on every partition, fsynced──┐ at the same time
+//	        ──commit only: staged offsets written to the group, fsynced──┘
 //	        ──> Complete{Commit,Abort}          (written; fsynced with the next record)
 //
 // Recovery (Open) finishes every transaction found in a Prepare state
@@ -353,25 +353,25 @@ func (c *Coordinator) end(e *entry, t *Txn, commit bool, epoch int16) (*Txn, err
 // failure. e.op must be held.
 func (c *Coordinator) finish(e *entry, p *Txn) error {
 	commit := p.State == PrepareCommit
+	// The markers and (commit) the staged offsets go to different logs
+	// and both only follow the durable decision, so they are written at
+	// the same time: their fsyncs overlap. Until both are done the
+	// transaction stays in its Prepare state (RequireStable fetches of
+	// its offsets wait; a crash finishes it again).
+	offsetsDone := make(chan error, 1)
+	if commit && len(p.Offsets) > 0 {
+		go func() { offsetsDone <- c.commitOffsets(p) }() // joined below, before finish returns
+	} else {
+		offsetsDone <- nil
+	}
+	var merr error
 	if len(p.Partitions) > 0 {
 		if err := c.cfg.WriteMarkers(p.PID, p.Epoch, commit, p.Partitions); err != nil {
-			return fmt.Errorf("txn: write markers of %q: %w", p.ID, err)
+			merr = fmt.Errorf("txn: write markers of %q: %w", p.ID, err)
 		}
 	}
-	if commit {
-		groups := make([]string, 0, len(p.Offsets))
-		for g := range p.Offsets {
-			groups = append(groups, g)
-		}
-		sort.Strings(groups)
-		for _, g := range groups {
-			if len(p.Offsets[g]) == 0 {
-				continue
-			}
-			if err := c.cfg.CommitOffsets(g, p.Offsets[g], p.UpdateMs); err != nil {
-				return fmt.Errorf("txn: commit offsets of %q for group %s: %w", p.ID, g, err)
-			}
-		}
+	if err := errors.Join(merr, <-offsetsDone); err != nil {
+		return err
 	}
 	d := p.clone()
 	d.State = CompleteAbort
@@ -385,6 +385,25 @@ func (c *Coordinator) finish(e *entry, p *Txn) error {
 	// skipped where written, offsets are not written over newer commits).
 	// The next durable record of the log makes it durable too.
 	return c.write(e, d)
+}
+
+// commitOffsets writes the staged offsets of p (PrepareCommit) to their
+// groups.
+func (c *Coordinator) commitOffsets(p *Txn) error {
+	groups := make([]string, 0, len(p.Offsets))
+	for g := range p.Offsets {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		if len(p.Offsets[g]) == 0 {
+			continue
+		}
+		if err := c.cfg.CommitOffsets(g, p.Offsets[g], p.UpdateMs); err != nil {
+			return fmt.Errorf("txn: commit offsets of %q for group %s: %w", p.ID, g, err)
+		}
+	}
+	return nil
 }
 
 // storageCode maps a failed log write to the code clients retry on.
