@@ -33,6 +33,8 @@ type cfg struct {
 	maxConns          int
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
+	partitionMetrics  bool
+	logRequests       bool
 }
 
 // Defaults.
@@ -55,6 +57,7 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		partitionMetrics:  true,
 	}
 }
 
@@ -137,3 +140,13 @@ func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
 // Registerer registers the broker's Prometheus metrics (and those of its
 // acceptors and group coordinator). Default: none.
 func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.registerer = r }) }
+
+// PartitionMetrics sets whether the Registerer gets per-partition series
+// (traffic, offsets, size and segments per partition, group lag per
+// partition). Default true. Off, the series count grows with topics and
+// groups only; per-topic and per-group series stay.
+func PartitionMetrics(on bool) Opt { return opt(func(c *cfg) { c.partitionMetrics = on }) }
+
+// LogRequests logs every answered request (API, version, client, time
+// taken) at debug level. Default false: they are many.
+func LogRequests(on bool) Opt { return opt(func(c *cfg) { c.logRequests = on }) }
