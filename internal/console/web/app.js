@@ -142,7 +142,7 @@ function chart(parent, title, defs, unit) {
       const width = Math.max(300, box.clientWidth - 16);
       u = new uPlot({
         width, height: 200,
-        series: [{}, ...labels.map((l, i) => ({ label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: false, value: (_, v) => fmt(v) }))],
+        series: [{}, ...labels.map((l, i) => ({ label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: true, points: { size: 4 }, value: (_, v) => fmt(v) }))],
         axes: [{}, { size: 70, values: (_, vs) => vs.map((v) => unit === "bytes" ? bytes(v) : unit === "ms" ? v + " ms" : v) }],
         legend: { live: true },
       }, data, box);
