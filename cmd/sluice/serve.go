@@ -7,17 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"sluice/broker"
 	"sluice/internal/acceptor"
@@ -34,8 +30,8 @@ func serve(args []string) error {
 	fsync := fs.String("fsync", envOr("SLUICE_FSYNC", "always"), "fsync policy: always (acks=all means fsynced), interval (every second), never (tests only) (env SLUICE_FSYNC)")
 	autoCreate := fs.Bool("auto-create", envBool("SLUICE_AUTO_CREATE", true), "create unknown topics on metadata requests (env SLUICE_AUTO_CREATE)")
 	partitions := fs.Int("partitions", envInt("SLUICE_PARTITIONS", 1), "partitions of auto-created topics (env SLUICE_PARTITIONS)")
-	metrics := fs.String("metrics", envOr("SLUICE_METRICS", ""), "serve Prometheus metrics at http://ADDR/metrics; off when empty (env SLUICE_METRICS)")
 	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
+	hf := httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,7 +59,10 @@ func serve(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("serve: --log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger, err := hf.logger(level)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -76,6 +75,8 @@ func serve(args []string) error {
 		broker.DefaultPartitions(int32(*partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
+		broker.PartitionMetrics(hf.partitionMetrics),
+		broker.LogRequests(hf.logRequests),
 	)
 	if err != nil {
 		return err
@@ -85,22 +86,10 @@ func serve(args []string) error {
 		return err
 	}
 
-	var srv *http.Server
-	if *metrics != "" {
-		ln, err := net.Listen("tcp", *metrics)
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("serve: metrics listener: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("metrics server failed", "err", err)
-			}
-		}()
-		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	con, err := hf.start(b, reg, logger)
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("serve: %w", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -108,10 +97,8 @@ func serve(args []string) error {
 	<-ctx.Done()
 	stop() // a second signal kills the process
 	logger.Info("shutting down")
-	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		srv.Shutdown(sctx)
-		cancel()
+	if con != nil {
+		con.Close()
 	}
 	if err := b.Close(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

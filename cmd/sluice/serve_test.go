@@ -39,12 +39,14 @@ func freeAddr(t *testing.T) string {
 }
 
 // startServe runs `sluice serve` configured only through environment
-// variables, and waits until it accepts connections.
+// variables, and waits until it accepts connections. Its HTTP server is
+// off unless extraEnv sets SLUICE_HTTP (the default port would collide
+// between tests).
 func startServe(t *testing.T, dir, addr string, extraEnv ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS=serve",
-		"SLUICE_DATA="+dir, "SLUICE_LISTEN="+addr)
+		"SLUICE_DATA="+dir, "SLUICE_LISTEN="+addr, "SLUICE_HTTP=")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -143,6 +145,11 @@ func TestServeGracefulShutdown(t *testing.T) {
 // TestServeRejectsBadConfig checks that bad flags and environment values
 // stop serve with a message naming them, instead of being ignored.
 func TestServeRejectsBadConfig(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0") // an HTTP address in use
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	cases := []struct {
 		env  []string
 		args string
@@ -153,11 +160,14 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
+		{nil, "serve --log-format yaml", `--log-format "yaml": want text or json`},
+		{[]string{"SLUICE_HTTP_ADMIN=sure"}, "serve", `SLUICE_HTTP_ADMIN="sure": want true or false`},
+		{[]string{"SLUICE_HTTP=" + busy.Addr().String()}, "serve", "turn it off with --http ''"},
 	}
 	for _, c := range cases {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS="+c.args,
-			"SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t))
+			"SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t), "SLUICE_HTTP=")
 		cmd.Env = append(cmd.Env, c.env...)
 		out, err := cmd.CombinedOutput()
 		if err == nil {
