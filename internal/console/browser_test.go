@@ -108,13 +108,13 @@ func (b *browser) wait(cond string) {
 	b.run(chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingInterval(50*time.Millisecond)))
 }
 
+// text returns the rendered text of the element sel, read in one step
+// (pages re-render on a timer, so a node found first may be gone when
+// a second command asks for its text).
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return s
+	b.wait(fmt.Sprintf(`document.querySelector(%q) !== null`, sel))
+	return eval[string](b, fmt.Sprintf(`document.querySelector(%q)?.innerText ?? ""`, sel))
 }
 
 func eval[T any](b *browser, js string) T {

@@ -115,7 +115,7 @@ function refreshMs() { return Math.max(1000, cluster ? cluster.sample_ms : 2000)
 
 // ---- charts ----
 
-const palette = ["#1f6feb", "#e8590c", "#2f9e44", "#ae3ec9", "#c92a2a", "#0c8599", "#f08c00", "#5f3dc4", "#868e96", "#d6336c"];
+const palette = ["#1f6feb", "#e8590c", "#2f9e44", "#ae3ec9", "#c92a2a", "#0c8599", "#f08c00", "#5f3dc4", "#868e96", "#d6336c", "#66a80f", "#364fc7", "#a61e4d", "#087f5b", "#e67700", "#495057"];
 
 // chart draws series (objects {name, label, scale}) from a history
 // answer into a card; it returns an update function.
@@ -205,8 +205,11 @@ async function topicsPage(main) {
     el("p", { class: "help" }, "A topic is a named stream of records, split into partitions that are each an ordered log."),
     bar, holder);
   if (cluster && cluster.admin) bar.append(createTopicForm());
+  let seq = 0; // answers can arrive out of order while the user types: show the latest
   const load = async () => {
+    const mine = ++seq;
     const d = await api("topics?" + new URLSearchParams({ q: q.value }));
+    if (mine !== seq) return;
     holder.replaceChildren(table(["Name", "#Partitions", "#Records", "#Size", "Retention", "Cleanup", "#Produce rec/s"],
       d.topics.map((t) => row(el("a", { href: "#/topics/" + encodeURIComponent(t.name) }, t.name), num(t.partitions), num(t.records),
         num(bytes(t.size_bytes)), retention(t.retention_ms), t.cleanup_policy, num(Number(t.produce_rate.toFixed(1)))))),
