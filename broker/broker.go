@@ -101,7 +101,10 @@ func splitHostPort(addr string) (string, int32, error) {
 // partition of every topic: each log is opened and checked, its producer
 // state rebuilt from its batch headers, and its acceptor started. It
 // does not listen; Start does.
-func New(opts ...Opt) (*Broker, error) {
+func New(opts ...Opt) (*Broker, error) { return newBroker(vfs.OS(), opts...) }
+
+// newBroker is New over the filesystem fs (tests pass a failing one).
+func newBroker(fs vfs.FS, opts ...Opt) (*Broker, error) {
 	c := defaultCfg()
 	for _, o := range opts {
 		o.apply(&c)
@@ -111,7 +114,7 @@ func New(opts ...Opt) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:    c,
-		fs:     vfs.OS(),
+		fs:     fs,
 		topics: map[string]*topic{},
 		byID:   map[[16]byte]*topic{},
 		conns:  map[*conn]struct{}{},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -520,4 +521,53 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func TestAuthHook(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	auth := func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		if u, p, ok := r.BasicAuth(); ok && u == "alice" && p == "secret" {
+			return u, true
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="sluice"`)
+		writeErr(w, http.StatusUnauthorized, "log in")
+		return "", false
+	}
+	s, err := New(Config{Broker: e.b, Gatherer: e.reg, Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addr, err := s.ListenAndServe("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string, login bool) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		if login {
+			req.SetBasicAuth("alice", "secret")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	for _, p := range []string{"/", "/static/app.js", "/api/v1/cluster", "/api/v1/topics"} {
+		if code, _ := get(p, false); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without login = %d", p, code)
+		}
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code, _ := get(p, false); code != 200 {
+			t.Errorf("GET %s without login = %d, want 200", p, code)
+		}
+	}
+	code, body := get("/api/v1/cluster", true)
+	if code != 200 || !strings.Contains(body, `"user":"alice"`) {
+		t.Errorf("cluster with login = %d %s", code, body)
+	}
 }
