@@ -1,7 +1,7 @@
 // Command sluice runs a Sluice broker: a durable, Kafka-wire-compatible
 // streaming log in one binary.
 //
-//	sluice serve [--data DIR] [--listen HOST:PORT] [--advertise HOST:PORT] [--fsync always|interval|never] [--auto-create=true] [--metrics HOST:PORT]
+//	sluice serve [--data DIR] [--listen HOST:PORT] [--advertise HOST:PORT] [--fsync always|interval|never] [--auto-create=true] [--http HOST:PORT]
 //	sluice topic|produce|consume|group ...   (client commands; see client.go)
 package main
 
@@ -42,6 +42,10 @@ func main() {
 		err = consumeCmd(os.Args[2:], os.Stdout)
 	case "group":
 		err = groupCmd(os.Args[2:], os.Stdout)
+	case "bench":
+		cmd := newBenchCmd()
+		cmd.SetArgs(os.Args[2:])
+		err = cmd.Execute()
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
