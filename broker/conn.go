@@ -102,8 +102,10 @@ func (c *conn) setIdle(idle bool) bool {
 
 func (c *conn) serve() {
 	defer c.b.wg.Done()
-	defer c.b.dropConn(c)
+	// The slot under MaxConnections is released before the socket
+	// closes, so a client that sees the close and dials again is served.
 	defer c.nc.Close()
+	defer c.b.dropConn(c)
 	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
 	go c.writeLoop(log)
 	defer func() {
