@@ -19,6 +19,7 @@ const (
 	maxFetchBytes  = 1 << 20
 	maxValueBytes  = 16 << 10
 	readTimeout    = 5 * time.Second
+	moreWait       = 500 * time.Millisecond // for more records once some came
 )
 
 // record is one record as the browser shows it. Byte fields are base64
@@ -146,8 +147,17 @@ func (s *Server) consume(ctx context.Context, page *recordsPage, hw int64) error
 	}
 	defer cl.Close()
 	for int64(len(page.Records)) < page.Limit && page.NextOffset < hw {
-		fs := cl.PollRecords(ctx, int(page.Limit)-len(page.Records))
-		if ctx.Err() != nil {
+		// Once records came, wait briefly for more: offsets that hold no
+		// record a consumer sees (control records) never arrive, and the
+		// page is complete without them.
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if len(page.Records) > 0 {
+			pctx, cancel = context.WithTimeout(ctx, moreWait)
+		}
+		fs := cl.PollRecords(pctx, int(page.Limit)-len(page.Records))
+		expired := pctx.Err() != nil
+		cancel()
+		if expired {
 			break // a partial page is still a page
 		}
 		for _, fe := range fs.Errors() {
