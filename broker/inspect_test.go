@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -125,5 +128,40 @@ func TestInspect(t *testing.T) {
 	}
 	if len(b.Topics()) != 0 {
 		t.Fatal("deleted topic still listed")
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogRequests: request lines are logged at debug level only with
+// LogRequests(true).
+func TestLogRequests(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		var buf syncBuf
+		logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		tb := startTest(t, Logger(logger), LogRequests(on))
+		healthy(t, tb.b.Addr())
+		tb.stop() // the connection's lines are written before Close returns
+		tb.b = nil
+		got := strings.Contains(buf.String(), "msg=request remote=") && strings.Contains(buf.String(), "api=Metadata version=9")
+		if got != on {
+			t.Errorf("LogRequests(%v): request line logged %v:\n%s", on, got, buf.String())
+		}
 	}
 }
