@@ -86,15 +86,16 @@ type Config struct {
 // closing stop, servers by Shutdown) and waits for them, then closes the
 // in-process Kafka client. Close is idempotent.
 type Server struct {
-	cfg   Config
-	b     *broker.Broker
-	log   *slog.Logger
-	hist  *history
-	mux   *http.ServeMux
-	adm   *kadm.Client
-	kcl   *kgo.Client   // shared by admin requests and group descriptions
-	clOpt []kgo.Opt     // options for per-request consumers (the message browser)
-	sem   chan struct{} // bounds concurrent message-browser reads
+	cfg     Config
+	b       *broker.Broker
+	log     *slog.Logger
+	hist    *history
+	mux     *http.ServeMux
+	handler http.Handler // mux with the headers every answer gets
+	adm     *kadm.Client
+	kcl     *kgo.Client   // shared by admin requests and group descriptions
+	clOpt   []kgo.Opt     // options for per-request consumers (the message browser)
+	sem     chan struct{} // bounds concurrent message-browser reads
 
 	mu      sync.Mutex // guards servers and closed
 	servers []*http.Server
@@ -150,13 +151,13 @@ func New(cfg Config) (*Server, error) {
 
 // Handler is the server's HTTP handler, for embedding in another server
 // or httptest.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve serves HTTP on ln until Close. It returns at once; the listener
 // is closed by Close.
 func (s *Server) Serve(ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -240,6 +241,13 @@ func (s *Server) routes() {
 		http.ServeFileFS(w, r, static, "index.html")
 	})))
 	s.apiRoutes()
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY") // no framing: admin buttons cannot be clickjacked
+		h.Set("Referrer-Policy", "same-origin")
+		s.mux.ServeHTTP(w, r)
+	})
 }
 
 // readyz answers 200 "ready" or 503 with the reason.

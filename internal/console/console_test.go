@@ -571,3 +571,25 @@ func TestAuthHook(t *testing.T) {
 		t.Errorf("cluster with login = %d %s", code, body)
 	}
 }
+
+func TestSecurityHeaders(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	for _, p := range []string{"/", "/api/v1/cluster", "/healthz"} {
+		resp, err := http.Get(e.url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("GET %s headers: %v", p, resp.Header)
+		}
+	}
+	resp, err := http.Get(e.url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("console page CSP = %q", csp)
+	}
+}
