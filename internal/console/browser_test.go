@@ -138,9 +138,13 @@ func (b *browser) screenshot(name string) {
 	}
 }
 
-// noErrors fails the test if a page logged an error.
+// noErrors fails the test if a page logged an error or shows text that
+// only a rendering bug produces.
 func (b *browser) noErrors(page string) {
 	b.t.Helper()
+	if bad := eval[string](b, `(document.querySelector('main').innerText.match(/\b(null|undefined|NaN)\b|\[object Object\]/) || [""])[0]`); bad != "" {
+		b.t.Errorf("%s: the page shows %q", page, bad)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, e := range b.errs {

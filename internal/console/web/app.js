@@ -61,6 +61,11 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
+// fill replaces node's children, skipping null and false.
+function fill(node, ...kids) {
+  node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+}
+
 function table(headers, rows, attrs) {
   return el("table", attrs,
     el("thead", {}, el("tr", {}, headers.map((h) => {
@@ -210,7 +215,7 @@ async function topicsPage(main) {
     const mine = ++seq;
     const d = await api("topics?" + new URLSearchParams({ q: q.value }));
     if (mine !== seq) return;
-    holder.replaceChildren(table(["Name", "#Partitions", "#Records", "#Size", "Retention", "Cleanup", "#Produce rec/s"],
+    fill(holder, table(["Name", "#Partitions", "#Records", "#Size", "Retention", "Cleanup", "#Produce rec/s"],
       d.topics.map((t) => row(el("a", { href: "#/topics/" + encodeURIComponent(t.name) }, t.name), num(t.partitions), num(t.records),
         num(bytes(t.size_bytes)), retention(t.retention_ms), t.cleanup_policy, num(Number(t.produce_rate.toFixed(1)))))),
     d.total > d.topics.length ? el("p", { class: "muted" }, "Showing " + d.topics.length + " of " + d.total) : null);
@@ -368,7 +373,7 @@ async function groupPage(main, id) {
     const g = d.group;
     cards.replaceChildren(card("State", g.state), card("Protocol", (g.protocol_type || "–") + (g.protocol ? " / " + g.protocol : "")),
       card("Members", g.members), card("Total lag", g.lag.toLocaleString("en-US")));
-    members.replaceChildren(table(["Member", "Client id", "Host", "Assigned partitions"], d.members.map((m) => row(m.member_id, m.client_id, m.client_host,
+    fill(members, table(["Member", "Client id", "Host", "Assigned partitions"], d.members.map((m) => row(m.member_id, m.client_id, m.client_host,
       Object.entries(m.assigned).map(([t, ps]) => el("span", { class: "tag" }, t + ": " + ps.join(","))))), { id: "members-table" }),
     d.members_error ? el("p", { class: "err" }, d.members_error) : null);
     offsets.replaceChildren(table(["Topic", "#Partition", "#Committed", "#End offset", "#Lag"], g.offsets.map((o) => row(
@@ -438,5 +443,8 @@ async function route() {
   main.append(el("p", { class: "err" }, "No page at " + hash));
 }
 
+window.addEventListener("resize", () => {
+  for (const c of charts) c.setSize({ width: Math.max(300, c.root.parentElement.clientWidth - 16), height: 200 });
+});
 window.addEventListener("hashchange", route);
 route();
