@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -286,7 +287,7 @@ func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 				}
 				if a, ok := m.Assigned.AsConsumer(); ok {
 					for _, t := range a.Topics {
-						mi.Assigned[t.Topic] = t.Partitions
+						mi.Assigned[t.Topic] = slices.Sorted(slices.Values(t.Partitions))
 					}
 				}
 				members = append(members, mi)

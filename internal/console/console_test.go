@@ -593,3 +593,33 @@ func TestSecurityHeaders(t *testing.T) {
 		t.Errorf("console page CSP = %q", csp)
 	}
 }
+
+// TestAPIGroupMembers: a live consumer group shows its member and the
+// partitions assigned to it, as DescribeGroups reports them.
+func TestAPIGroupMembers(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	e.createTopic(t, "orders", 3)
+	e.produce(t, "orders", 2, 4)
+	cl := e.client(t, kgo.ConsumerGroup("live"), kgo.ConsumeTopics("orders"), kgo.ClientID("reader-1"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	// The member has joined once it has fetched the records.
+	for got := 0; got < 4; {
+		fs := cl.PollFetches(context.Background())
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	var g struct {
+		Group   broker.GroupInfo
+		Members []memberInfo
+	}
+	e.getJSON(t, "/api/v1/groups/live", &g)
+	if g.Group.State != "Stable" || g.Group.Members != 1 || g.Group.ProtocolType != "consumer" || len(g.Members) != 1 {
+		t.Fatalf("group = %+v", g)
+	}
+	m := g.Members[0]
+	if m.ClientID != "reader-1" || fmt.Sprint(m.Assigned["orders"]) != "[0 1 2]" {
+		t.Fatalf("member = %+v", m)
+	}
+}
