@@ -82,7 +82,8 @@ func (h *history) latest(name string) (float64, bool) {
 	return v, !math.IsNaN(v)
 }
 
-// forget drops series whose name starts with prefix (a deleted topic's).
+// forget drops series whose name starts with prefix (a deleted topic's
+// or group's).
 func (h *history) forget(prefix string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -171,9 +172,11 @@ func groupLagSeries(id string) string      { return pGroupLag + id + "/lag" }
 type sampler struct {
 	prev   broker.Stats
 	topics map[string]broker.Traffic
+	groups map[string]bool
 }
 
 // sample computes one slot's values from the broker's counters now.
+// It also returns the prefixes of series whose topic or group is gone.
 func (sp *sampler) sample(b *broker.Broker) (time.Time, map[string]float64, []string) {
 	st := b.Stats()
 	vals := map[string]float64{sConnections: float64(st.Connections)}
@@ -224,10 +227,17 @@ func (sp *sampler) sample(b *broker.Broker) (time.Time, map[string]float64, []st
 			}
 		}
 	}
+	groups := map[string]bool{}
 	for _, g := range b.Groups() {
 		vals[groupLagSeries(g.ID)] = float64(g.Lag)
+		groups[g.ID] = true
 	}
-	sp.prev, sp.topics = st, cur
+	for id := range sp.groups {
+		if !groups[id] {
+			gone = append(gone, groupLagSeries(id))
+		}
+	}
+	sp.prev, sp.topics, sp.groups = st, cur, groups
 	return st.Time, vals, gone
 }
 
