@@ -1,12 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 
 	"sluice/broker"
 	"sluice/internal/console"
@@ -22,13 +22,13 @@ type serveHTTP struct {
 	logRequests      bool
 }
 
-func httpFlags(fs *flag.FlagSet) *serveHTTP {
+func httpFlags(fs *pflag.FlagSet) *serveHTTP {
 	h := &serveHTTP{}
-	fs.StringVar(&h.addr, "http", envOr("SLUICE_HTTP", console.DefaultAddr), "serve the web console, /metrics, /healthz and /readyz at http://ADDR/; off when empty (env SLUICE_HTTP)")
-	fs.BoolVar(&h.admin, "http-admin", envBool("SLUICE_HTTP_ADMIN", false), "let the console create and delete topics and reset group offsets (env SLUICE_HTTP_ADMIN)")
-	fs.BoolVar(&h.partitionMetrics, "partition-metrics", envBool("SLUICE_PARTITION_METRICS", true), "export per-partition metric series; off keeps one series set per topic (env SLUICE_PARTITION_METRICS)")
-	fs.StringVar(&h.logFormat, "log-format", envOr("SLUICE_LOG_FORMAT", "text"), "text or json (env SLUICE_LOG_FORMAT)")
-	fs.BoolVar(&h.logRequests, "log-requests", envBool("SLUICE_LOG_REQUESTS", false), "log every Kafka request at debug level; needs --log-level debug (env SLUICE_LOG_REQUESTS)")
+	fs.StringVar(&h.addr, "http", console.DefaultAddr, "serve the web console, /metrics, /healthz and /readyz at http://ADDR/; off when empty")
+	fs.BoolVar(&h.admin, "http-admin", false, "let the console create and delete topics and reset group offsets")
+	fs.BoolVar(&h.partitionMetrics, "partition-metrics", true, "export per-partition metric series (off: per topic only)")
+	fs.StringVar(&h.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&h.logRequests, "log-requests", false, "log every Kafka request at debug level (with --log-level debug)")
 	return h
 }
 

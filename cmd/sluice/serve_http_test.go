@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -97,5 +98,21 @@ func TestServeHTTP(t *testing.T) {
 	}
 	if !sawURL {
 		t.Errorf("no log line gives the console's URL %s/:\n%s", base, stderr.String())
+	}
+}
+
+// TestServeHTTPAddressInUse: an HTTP address that cannot be bound stops
+// serve with a message that says how to pick another or turn it off.
+func TestServeHTTPAddressInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cmd := sluiceCmd("serve")
+	cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t), "SLUICE_HTTP="+busy.Addr().String())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "turn it off with --http ''") {
+		t.Fatalf("serve with a busy HTTP address: %v\n%s", err, out)
 	}
 }
