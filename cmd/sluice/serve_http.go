@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,5 +60,13 @@ func (h *serveHTTP) start(b *broker.Broker, reg *prometheus.Registry, logger *sl
 		return nil, fmt.Errorf("%w (choose another with --http, or turn it off with --http '')", err)
 	}
 	logger.Info("serving the console, metrics and health checks", "url", "http://"+addr+"/", "admin", h.admin)
+	if host, _, _ := net.SplitHostPort(addr); h.admin && !isLoopback(host) {
+		logger.Warn("the console's admin actions are open to anyone who reaches " + addr + ": it has no login yet; bind a loopback address or put access control in front")
+	}
 	return con, nil
+}
+
+func isLoopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

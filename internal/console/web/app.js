@@ -179,7 +179,7 @@ async function overviewPage(main) {
       card("Ready", c.ready ? "yes" : "no: " + c.ready_error),
       card("Data directory", c.data_dir),
       card("Data stored", bytes(c.data_bytes)),
-      card("Disk free", c.disk_total_bytes ? bytes(c.disk_free_bytes) + " of " + bytes(c.disk_total_bytes) : "unknown"),
+      card("Disk used / free", c.disk_total_bytes ? bytes(c.disk_total_bytes - c.disk_free_bytes) + " / " + bytes(c.disk_free_bytes) : "unknown"),
       card("fsync policy", c.fsync),
       card("Topics / partitions", c.topics + " / " + c.partitions),
       card("Connections", c.connections),
