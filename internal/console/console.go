@@ -127,7 +127,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.History <= 1 {
 		cfg.History = DefaultHistory
 	}
-	clOpt := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("sluice-console")}, cfg.ClientOpts...)
+	// The console's Kafka client always dials the broker's own listener,
+	// whatever address the broker advertises (a name for clients outside
+	// may not resolve, or route, from the broker's host).
+	local := localAddr(addr)
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	clOpt := append([]kgo.Opt{
+		kgo.SeedBrokers(local),
+		kgo.ClientID("sluice-console"),
+		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, local)
+		}),
+	}, cfg.ClientOpts...)
 	kcl, err := kgo.NewClient(clOpt...)
 	if err != nil {
 		return nil, fmt.Errorf("console: kafka client: %w", err)
@@ -281,4 +292,17 @@ func cacheFor(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// localAddr turns a listen address into one to dial: a wildcard host
+// (0.0.0.0, ::, empty) becomes the loopback address.
+func localAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }

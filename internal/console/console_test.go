@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sluice/broker"
+	"sluice/internal/storage/storagetest"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -621,5 +622,43 @@ func TestAPIGroupMembers(t *testing.T) {
 	m := g.Members[0]
 	if m.ClientID != "reader-1" || fmt.Sprint(m.Assigned["orders"]) != "[0 1 2]" {
 		t.Fatalf("member = %+v", m)
+	}
+}
+
+// TestAdvertisedAddressUnreachable: the console reads records and acts
+// through the broker's own listener even when the address advertised to
+// clients does not resolve from the broker's host.
+func TestAdvertisedAddressUnreachable(t *testing.T) {
+	e := newEnv(t, envOpt{admin: true, brokerOpts: []broker.Opt{broker.AdvertiseAddr("sluice.invalid:19092")}})
+	e.createTopic(t, "orders", 1)
+	// Kafka clients here would be sent to sluice.invalid: append in process.
+	if _, err := e.b.AppendBatch(context.Background(), "orders", 0, storagetest.MakeBatch(3, 10, 1), -1); err != nil {
+		t.Fatal(err)
+	}
+	var page recordsPage
+	code, body := e.do(t, "POST", "/api/v1/topics", "application/json", `{"name":"made-here"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create through the console = %d %s", code, body)
+	}
+	if _, ok := e.b.Topic("made-here"); !ok {
+		t.Fatal("the console's create did not create the topic")
+	}
+	e.getJSON(t, "/api/v1/topics/orders/partitions/0/records", &page)
+	if len(page.Records) != 3 || page.Records[2].Offset != 2 {
+		t.Fatalf("records = %+v", page.Records)
+	}
+}
+
+func TestLocalAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"0.0.0.0:9092":    "127.0.0.1:9092",
+		"[::]:9092":       "127.0.0.1:9092",
+		":9092":           "127.0.0.1:9092",
+		"10.1.2.3:9092":   "10.1.2.3:9092",
+		"127.0.0.1:41000": "127.0.0.1:41000",
+	} {
+		if got := localAddr(in); got != want {
+			t.Errorf("localAddr(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
