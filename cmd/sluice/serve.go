@@ -92,6 +92,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return usagef("serve: %w", err)
 	}
+	slog.SetDefault(logger) // code that logs through slog's default logger writes the same format
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
