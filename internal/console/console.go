@@ -61,7 +61,8 @@ type Authenticator func(w http.ResponseWriter, r *http.Request) (user string, ok
 type Config struct {
 	// Broker is the started broker to show. Required.
 	Broker *broker.Broker
-	// Gatherer serves /metrics. Nil: the default Prometheus registry.
+	// Gatherer serves /metrics: the registry given to the broker's
+	// broker.Registerer option. Nil: prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	// Admin enables mutations (create/delete topic, reset offsets).
 	Admin bool
