@@ -133,6 +133,10 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 		}
 	}
 	pend, err := p.acc.Enqueue(ctx, req)
+	if err == nil {
+		p.traffic.in(n, len(records))
+		b.traffic.in(n, len(records))
+	}
 	return pend, appendError(p, err)
 }
 

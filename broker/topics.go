@@ -72,6 +72,9 @@ type partition struct {
 	// pids is the idempotent-producer state; only the acceptor
 	// goroutine touches it (in Request.Check), after New rebuilt it.
 	pids *producerTable
+	// traffic counts what Produce accepted and Fetch sent, for metrics
+	// and the console.
+	traffic traffic
 }
 
 func (p *partition) close() error {
