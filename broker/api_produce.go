@@ -178,6 +178,10 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 		req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
 	}
 	pend, err := p.acc.Enqueue(ctx, req)
+	if err == nil {
+		p.traffic.in(n, len(records))
+		b.traffic.in(n, len(records))
+	}
 	return pend, appendError(p, err)
 }
 

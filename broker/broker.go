@@ -78,6 +78,12 @@ type Broker struct {
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
+	traffic traffic   // totals over every partition, deleted ones included
+	started time.Time // when New returned, for uptime
+
+	readyMu     sync.Mutex // guards readyChecks
+	readyChecks []readyCheck
+
 	connCount atomic.Int64 // open connections, for MaxConnections
 	closing   atomic.Bool  // set first by Close
 	stopCtx   context.Context
@@ -85,7 +91,7 @@ type Broker struct {
 	wg        sync.WaitGroup     // the accept goroutine and connection goroutines
 
 	startOnce sync.Once
-	started   bool // set by Start (under startOnce)
+	listening bool // set by Start (under startOnce and mu)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -145,6 +151,10 @@ func New(opts ...Opt) (*Broker, error) {
 	}
 	b.checkDisk()
 	go b.monitorDisk()
+	if c.registerer != nil {
+		c.registerer.MustRegister(&collector{b: b})
+	}
+	b.started = time.Now()
 	return b, nil
 }
 
@@ -229,7 +239,7 @@ func (b *Broker) start() error {
 	}
 	b.ln, b.addr, b.adv, b.groups = ln, ln.Addr().String(), hostPort{host, port}, g
 	b.txnc.Store(tc)
-	b.started = true
+	b.listening = true
 	b.wg.Add(1) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
 	b.cfg.logger.Info("sluice broker listening", "addr", b.addr, "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "data", b.cfg.dataDir)

@@ -40,6 +40,8 @@ type cfg struct {
 	diskInterval      time.Duration // between free-space checks
 	healBackoff       time.Duration // first wait before a failed partition recovers
 	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
+	partitionMetrics  bool
+	logRequests       bool
 }
 
 // Defaults.
@@ -71,6 +73,7 @@ func defaultCfg() cfg {
 		diskWatermark:     -1,
 		diskInterval:      DefaultDiskCheck,
 		fs:                vfs.OS(),
+		partitionMetrics:  true,
 	}
 }
 
@@ -189,3 +192,13 @@ func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
 // withHealBackoff sets the first wait before a failed partition tries to
 // recover (tests: a short one). Default acceptor.DefaultHealBackoff.
 func withHealBackoff(d time.Duration) Opt { return opt(func(c *cfg) { c.healBackoff = d }) }
+
+// PartitionMetrics sets whether the Registerer gets per-partition series
+// (traffic, offsets, size and segments per partition, group lag per
+// partition). Default true. Off, the series count grows with topics and
+// groups only; per-topic and per-group series stay.
+func PartitionMetrics(on bool) Opt { return opt(func(c *cfg) { c.partitionMetrics = on }) }
+
+// LogRequests logs every answered request (API, version, client, time
+// taken) at debug level. Default false: they are many.
+func LogRequests(on bool) Opt { return opt(func(c *cfg) { c.logRequests = on }) }

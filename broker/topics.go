@@ -78,6 +78,9 @@ type partition struct {
 	dir  string
 	// fromSnapshot: pids and txns were loaded from producers.snapshot.
 	fromSnapshot bool
+	// traffic counts what Produce accepted and Fetch sent, for metrics
+	// and the console.
+	traffic traffic
 }
 
 func (p *partition) close() error { return p.closeSnapshot(nil) }
