@@ -390,6 +390,3 @@ func (c *Coordinator) List(states []State, pids []int64) []*Txn {
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
-
-// MaxTimeout is the largest transaction timeout accepted.
-func (c *Coordinator) MaxTimeout() time.Duration { return c.cfg.MaxTimeout }
