@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -206,9 +208,14 @@ func equalTopics(t testing.TB, src, tgt cluster, topic string) int {
 
 func runMirror(t testing.TB, ctx context.Context, cfg Config) *Report {
 	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("mirror: %v", err)
 	}
 	return rep
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -47,7 +47,7 @@ func TestOnceCopiesTopicsRecordsAndGroups(t *testing.T) {
 			}
 
 			rep := runMirror(t, ctx, Config{
-				From: src.addrs, To: tgt.addrs, Once: true,
+				From: src.addrs, To: tgt.addrs, Once: true, MaxBatch: 7,
 				Topics: regexp.MustCompile("orders|events"), Groups: regexp.MustCompile("bill.*"),
 			})
 			if rep.Mode != d.mode {

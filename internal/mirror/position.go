@@ -167,25 +167,29 @@ func (m *mirror) loadPositions(ctx context.Context, plan *topicPlan) error {
 	if err != nil {
 		return fmt.Errorf("mirror: source end offsets: %w", err)
 	}
-	// Topics just created may take a moment to be served everywhere.
-	var tgtEnd kadm.ListedOffsets
-	for {
-		tgtEnd, err = m.tgtAdm.ListEndOffsets(lctx, names...)
-		if err == nil {
-			err = tgtEnd.Error()
-		}
-		if err == nil || !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) && !errors.Is(err, kerr.NotLeaderForPartition) {
-			break
-		}
-		select {
-		case <-lctx.Done():
-		case <-time.After(50 * time.Millisecond):
-			continue
-		}
-		break
-	}
+	tgtEnd, err := m.targetEnds(lctx, names)
 	if err != nil {
-		return fmt.Errorf("mirror: target end offsets: %w", err)
+		return err
+	}
+	if m.mode == IdempotentCheckpoint && len(stored) > 0 {
+		// Without transactions, writes of a killed run still in flight
+		// would land after the count below: wait until the target's end
+		// offsets stay put for settleTime.
+		for {
+			select {
+			case <-lctx.Done():
+				return fmt.Errorf("mirror: the target's end offsets keep moving; is another program writing to the mirrored topics? %w", lctx.Err())
+			case <-time.After(settleTime):
+			}
+			again, err := m.targetEnds(lctx, names)
+			if err != nil {
+				return err
+			}
+			if sameOffsets(tgtEnd, again) {
+				break
+			}
+			tgtEnd = again
+		}
 	}
 	initial := kadm.Offsets{}
 	for _, t := range names {
@@ -226,4 +230,40 @@ func (m *mirror) loadPositions(ctx context.Context, plan *topicPlan) error {
 		}
 	}
 	return nil
+}
+
+// settleTime is how long the target's end offsets must stay put before a
+// restart without transactions counts what a killed run wrote.
+const settleTime = 500 * time.Millisecond
+
+func sameOffsets(a, b kadm.ListedOffsets) bool {
+	same := len(a) == len(b)
+	a.Each(func(o kadm.ListedOffset) {
+		if p, ok := b.Lookup(o.Topic, o.Partition); !ok || p.Offset != o.Offset {
+			same = false
+		}
+	})
+	return same
+}
+
+// targetEnds lists the target's end offsets, retrying while topics just
+// created are not yet served everywhere.
+func (m *mirror) targetEnds(ctx context.Context, names []string) (kadm.ListedOffsets, error) {
+	for {
+		ends, err := m.tgtAdm.ListEndOffsets(ctx, names...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			return ends, nil
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) && !errors.Is(err, kerr.NotLeaderForPartition) {
+			return nil, fmt.Errorf("mirror: target end offsets: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("mirror: target end offsets: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
