@@ -183,6 +183,9 @@ func (m *mirror) tick(ctx context.Context, final bool) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if terr := m.checkSourceTopics(ctx); terr != nil {
+			return terr
+		}
 		return fmt.Errorf("mirror: source end offsets: %w", err)
 	}
 	for _, t := range names {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -219,3 +220,5 @@ func runMirror(t testing.TB, ctx context.Context, cfg Config) *Report {
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
