@@ -3,6 +3,7 @@
 //
 //	sluice serve [--data DIR] [--listen HOST:PORT] [--advertise HOST:PORT] [--fsync always|interval|never] [--auto-create=true] [--metrics HOST:PORT]
 //	sluice topic|produce|consume|group ...   (client commands; see client.go)
+//	sluice mirror --from ADDR --to ADDR ...  (see mirror.go)
 package main
 
 import (
@@ -20,6 +21,7 @@ commands:
   produce   write stdin lines as records, acks=all (sluice produce -t TOPIC -K :)
   consume   print records (sluice consume -t TOPIC -e, or -G GROUP)
   group     list groups, or describe their members and lag
+  mirror    copy topics, records and group offsets to another cluster (sluice mirror -h)
 
 Client commands take -b BROKERS (env SLUICE_BROKERS, default 127.0.0.1:9092)
 and work against any Kafka-compatible broker.
@@ -42,6 +44,12 @@ func main() {
 		err = consumeCmd(os.Args[2:], os.Stdout)
 	case "group":
 		err = groupCmd(os.Args[2:], os.Stdout)
+	case "mirror":
+		// Adapter until the command line moves to cobra: run the cobra
+		// command on its own.
+		cmd := newMirrorCmd()
+		cmd.SetArgs(os.Args[2:])
+		err = cmd.Execute()
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sluice/broker/brokertest"
+)
+
+// lineWaiter is an io.Writer that keeps what is written and hands out the
+// first match of a pattern.
+type lineWaiter struct {
+	mu    sync.Mutex // guards buf and sent
+	buf   bytes.Buffer
+	re    *regexp.Regexp
+	found chan string
+	sent  bool
+}
+
+func (w *lineWaiter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := w.re.FindStringSubmatch(w.buf.String()); m != nil && !w.sent {
+		w.sent = true
+		w.found <- m[1]
+	}
+	return len(p), nil
+}
+
+func (w *lineWaiter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestMirrorCommand runs the README's cutover commands, Sluice to Sluice:
+// a tailing mirror with metrics, then --once.
+func TestMirrorCommand(t *testing.T) {
+	src, tgt := brokertest.Start(t), brokertest.Start(t)
+	var out bytes.Buffer
+	if err := topicCmd([]string{"create", "-b", src.Addr(), "-p", "2", "orders"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceCmd([]string{"-b", src.Addr(), "-t", "orders", "-K", ":"}, strings.NewReader("a:1\nb:2\nc:3\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+
+	// sluice mirror --from SRC --to TGT --topics 'orders' --http ADDR
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tctx, stop := context.WithCancel(ctx)
+	stderr := &lineWaiter{re: regexp.MustCompile(`metrics at (http://\S+)`), found: make(chan string, 1)}
+	var stdout syncBuffer
+	cmd := newMirrorCmd()
+	cmd.SetArgs([]string{"--from", src.Addr(), "--to", tgt.Addr(), "--topics", "orders", "--interval", "20ms", "--http", "127.0.0.1:0"})
+	cmd.SetOut(&stdout)
+	cmd.SetErr(stderr)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(tctx) }()
+	var url string
+	select {
+	case url = <-stderr.found:
+	case err := <-done:
+		t.Fatalf("mirror ended: %v\n%s", err, stderr.String())
+	}
+	// Wait (on the metrics themselves) until the three records are copied.
+	for {
+		body := get(t, ctx, url)
+		if strings.Contains(body, `sluice_mirror_records_total{topic="orders"} 3`) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("metrics never showed 3 records:\n%s", body)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("tailing mirror: %v", err)
+	}
+	if s := stdout.String(); !strings.Contains(s, "records/s") || !strings.Contains(s, "lag orders=0") || !strings.Contains(s, "mirror finished (idempotent+checkpoint): 3 records") {
+		t.Fatalf("tailing mirror printed:\n%s", s)
+	}
+
+	// More records, then the drain: sluice mirror --from SRC --to TGT --once
+	if err := produceCmd([]string{"-b", src.Addr(), "-t", "orders", "-K", ":"}, strings.NewReader("d:4\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	cmd = newMirrorCmd()
+	cmd.SetArgs([]string{"--from", src.Addr(), "--to", tgt.Addr(), "--once"})
+	var once bytes.Buffer
+	cmd.SetOut(&once)
+	cmd.SetErr(io.Discard)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("mirror --once: %v", err)
+	}
+	if !strings.Contains(once.String(), "mirror finished (idempotent+checkpoint): 1 records") {
+		t.Fatalf("mirror --once printed:\n%s", once.String())
+	}
+
+	out.Reset()
+	if err := consumeCmd([]string{"-b", tgt.Addr(), "-t", "orders", "-e", "-f", "%k=%v\\n"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(out.String())
+	if len(got) != 4 {
+		t.Fatalf("target holds %q, want a:1 b:2 c:3 d:4", got)
+	}
+
+	// Bad flags are clear errors.
+	cmd = newMirrorCmd()
+	cmd.SetArgs([]string{"--from", src.Addr()})
+	cmd.SetOut(io.Discard)
+	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "--from and --to are required") {
+		t.Fatalf("mirror without --to: %v", err)
+	}
+	cmd = newMirrorCmd()
+	cmd.SetArgs([]string{"--from", src.Addr(), "--to", tgt.Addr(), "--topics", "("})
+	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "--topics") {
+		t.Fatalf("mirror with a bad regex: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu  sync.Mutex // guards buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func get(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
