@@ -50,6 +50,10 @@ func main() {
 		cmd := newMirrorCmd()
 		cmd.SetArgs(os.Args[2:])
 		err = cmd.Execute()
+	case "bench":
+		cmd := newBenchCmd()
+		cmd.SetArgs(os.Args[2:])
+		err = cmd.Execute()
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
