@@ -87,7 +87,8 @@ func TestMirrorCommand(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("tailing mirror: %v", err)
 	}
-	if s := stdout.String(); !strings.Contains(s, "records/s") || !strings.Contains(s, "lag orders=0") || !strings.Contains(s, "mirror finished (idempotent+checkpoint): 3 records") {
+	if s := stdout.String(); !strings.Contains(s, "records/s") || !strings.Contains(s, "lag orders=") ||
+		!strings.Contains(s, "mirror finished (idempotent+checkpoint): 3 records") || !strings.Contains(s, "topic orders: 3 records, lag 0") {
 		t.Fatalf("tailing mirror printed:\n%s", s)
 	}
 

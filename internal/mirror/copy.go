@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -38,9 +39,22 @@ type mirror struct {
 	groupWritten         map[string]map[string]map[int32]int64 // last offsets written per group
 	ownedByTarget        map[string]string                     // groups that moved to the target, and why
 	lastTick             time.Time
-	lastRecords          int64
-	lastBytes            int64
-	rate, byteRate       float64
+
+	// The open batch: records produced and positions read, not yet
+	// committed.
+	batch      []*kgo.Record
+	batchSrc   []int64 // source offset of each batch record
+	batchBytes int64   // key+value bytes of the batch records
+	touched    map[*partState]bool
+	batchStart time.Time
+	inTxn      bool
+
+	errMu      sync.Mutex // guards produceErr, set from franz-go's goroutines
+	produceErr error
+
+	lastRecords    int64
+	lastBytes      int64
+	rate, byteRate float64
 }
 
 // partState is the copy state of one source partition.
@@ -98,6 +112,7 @@ func (m *mirror) initPartitions(plan *topicPlan) {
 	m.groups = map[string]GroupStats{}
 	m.groupWritten = map[string]map[string]map[int32]int64{}
 	m.ownedByTarget = map[string]string{}
+	m.touched = map[*partState]bool{}
 	for t, n := range plan.topics {
 		ps := make([]*partState, n)
 		for p := range ps {
@@ -122,8 +137,8 @@ func (m *mirror) openWriter(ctx context.Context) error {
 		targetVersions(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchMaxBytes(16 << 20),
 		kgo.MaxBufferedRecords(2 * m.cfg.MaxBatch),
+		kgo.MaxBufferedBytes(4 * maxBatchBytes),
 	}
 	if m.mode == Transactional {
 		opts = append(opts, kgo.TransactionalID(m.cfg.Name), kgo.TransactionTimeout(time.Minute))
@@ -177,8 +192,17 @@ func (m *mirror) done() bool {
 	return true
 }
 
-// copyLoop polls the source and commits each poll's records with their
-// positions, ticking progress every Interval.
+// commitLinger is the longest a batch stays open while records arrive;
+// maxBatchBytes bounds its size.
+const (
+	commitLinger  = 100 * time.Millisecond
+	maxBatchBytes = 8 << 20
+)
+
+// copyLoop polls the source and produces each record at once (franz-go
+// batches them); a batch of records commits with its positions when it
+// reaches MaxBatch records, after commitLinger, when the source has
+// nothing more for now, and before each progress tick.
 func (m *mirror) copyLoop(ctx context.Context) error {
 	if m.done() {
 		return nil
@@ -194,28 +218,53 @@ func (m *mirror) copyLoop(ctx context.Context) error {
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return err
+			return m.stop(err)
 		}
-		wait := time.Until(m.lastTick.Add(m.cfg.Interval))
-		if wait <= 0 {
-			if err := m.tick(ctx, false); err != nil {
+		deadline := m.lastTick.Add(m.cfg.Interval)
+		if !time.Now().Before(deadline) {
+			if err := m.commit(ctx); err != nil {
 				return err
+			}
+			if err := m.tick(ctx, false); err != nil {
+				return m.stop(err)
 			}
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, wait)
-		fs := c.PollRecords(pctx, m.cfg.MaxBatch)
+		if len(m.touched) > 0 {
+			if d := m.batchStart.Add(commitLinger); d.Before(deadline) {
+				deadline = d
+			}
+		}
+		pctx, cancel := context.WithDeadline(ctx, deadline)
+		fs := c.PollRecords(pctx, max(1, m.cfg.MaxBatch-len(m.batch)))
 		cancel()
 		if err := m.fetchErrors(ctx, fs); err != nil {
+			return m.stop(err)
+		}
+		if err := m.add(fs); err != nil {
 			return err
 		}
-		if err := m.copyBatch(ctx, fs); err != nil {
-			return err
+		if len(m.touched) > 0 && (len(m.batch) >= m.cfg.MaxBatch || m.batchBytes >= maxBatchBytes || fs.NumRecords() == 0 ||
+			time.Since(m.batchStart) >= commitLinger || m.readToEnd()) {
+			if err := m.commit(ctx); err != nil {
+				return err
+			}
 		}
 		if m.done() {
 			return nil
 		}
 	}
+}
+
+// stop commits the open batch (a clean stop keeps what was copied) and
+// returns why the loop stopped.
+func (m *mirror) stop(why error) error {
+	sctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
+	defer cancel()
+	if err := m.commit(sctx); err != nil {
+		return errors.Join(why, err)
+	}
+	return why
 }
 
 // fetchErrors turns fetch errors into a clear error, or nil for the
@@ -244,15 +293,33 @@ func (m *mirror) fetchErrors(ctx context.Context, fs kgo.Fetches) error {
 	return nil
 }
 
-// copyBatch copies one poll's records and commits them with the new
-// positions.
-func (m *mirror) copyBatch(ctx context.Context, fs kgo.Fetches) error {
-	var out []*kgo.Record
-	var srcOffs []int64
-	touched := map[*partState]bool{}
+func (m *mirror) readToEnd() bool {
+	if !m.cfg.Once {
+		return false
+	}
+	for _, ps := range m.partitions {
+		for _, p := range ps {
+			if p.pos < p.end || p.skip > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (m *mirror) touch(ps *partState) {
+	if len(m.touched) == 0 {
+		m.batchStart = time.Now()
+	}
+	m.touched[ps] = true
+}
+
+// add produces one poll's records into the open batch.
+func (m *mirror) add(fs kgo.Fetches) error {
+	var err error
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 		ps := m.partState(fp.Topic, fp.Partition)
-		if ps == nil {
+		if ps == nil || err != nil {
 			return
 		}
 		for _, r := range fp.Records {
@@ -260,7 +327,7 @@ func (m *mirror) copyBatch(ctx context.Context, fs kgo.Fetches) error {
 				continue // already seen
 			}
 			ps.pos = r.Offset + 1
-			touched[ps] = true
+			m.touch(ps)
 			if r.Attrs.IsControl() {
 				continue
 			}
@@ -272,35 +339,107 @@ func (m *mirror) copyBatch(ctx context.Context, fs kgo.Fetches) error {
 				ps.skip--
 				continue
 			}
-			out = append(out, &kgo.Record{
+			if m.mode == Transactional && !m.inTxn {
+				if err = m.w.BeginTransaction(); err != nil {
+					err = fmt.Errorf("mirror: begin transaction: %w", err)
+					return
+				}
+				m.inTxn = true
+			}
+			out := &kgo.Record{
 				Topic:     r.Topic,
 				Partition: r.Partition,
 				Key:       r.Key,
 				Value:     r.Value,
 				Headers:   r.Headers,
 				Timestamp: r.Timestamp,
-			})
-			srcOffs = append(srcOffs, r.Offset)
+			}
+			m.batch = append(m.batch, out)
+			m.batchSrc = append(m.batchSrc, r.Offset)
+			m.batchBytes += int64(len(r.Key) + len(r.Value))
+			// The records outlive the caller's context: a clean stop
+			// still commits them.
+			m.w.Produce(context.Background(), out, m.promise)
 		}
 	})
-	if len(touched) == 0 {
+	return err
+}
+
+// promise records the first produce error of the open batch; franz-go
+// calls it from its own goroutines.
+func (m *mirror) promise(_ *kgo.Record, err error) {
+	if err == nil {
+		return
+	}
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	if m.produceErr == nil {
+		m.produceErr = err
+	}
+}
+
+func (m *mirror) takeProduceErr() error {
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	err := m.produceErr
+	m.produceErr = nil
+	return err
+}
+
+// commit waits for the open batch's records and commits them with the
+// positions of the partitions it read: in one transaction, or after the
+// records.
+func (m *mirror) commit(ctx context.Context) error {
+	if len(m.touched) == 0 {
 		return nil
 	}
-	if len(out) == 0 && m.mode == Transactional {
+	if len(m.batch) == 0 && m.mode == Transactional {
 		// Control records only: nothing to write. The stored position
 		// stays behind them until the next records (a restart reads them
 		// again, harmlessly); in memory they count as copied.
-		for ps := range touched {
+		for ps := range m.touched {
 			ps.committed = ps.pos
 		}
+		clear(m.touched)
 		return nil
 	}
-	if err := m.write(ctx, out, touched); err != nil {
-		return err
+	if err := m.w.Flush(ctx); err != nil {
+		return m.abort(fmt.Errorf("mirror: writing to the target: %w", err))
 	}
-	for i, r := range out {
+	if err := m.takeProduceErr(); err != nil {
+		return m.abort(fmt.Errorf("mirror: writing to the target: %w", err))
+	}
+	next := map[*partState]int64{}
+	for _, r := range m.batch {
+		next[m.partState(r.Topic, r.Partition)] = r.Offset + 1
+	}
+	offs := kadm.Offsets{}
+	for ps := range m.touched {
+		if n, ok := next[ps]; ok {
+			ps.tgtNext = n
+		}
+		offs.Add(kadm.Offset{Topic: ps.topic, Partition: ps.part, At: ps.pos, LeaderEpoch: -1, Metadata: positionMeta(ps.tgtNext)})
+	}
+	if m.mode == Transactional {
+		if err := m.txnCommitOffsets(ctx, offs); err != nil {
+			return m.abort(err)
+		}
+		m.inTxn = false
+		if err := m.w.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return fmt.Errorf("mirror: committing the transaction (a restart resumes from the last committed one): %w", err)
+		}
+	} else {
+		rs, err := m.tgtAdm.CommitOffsets(ctx, m.cfg.Name, offs)
+		if err == nil {
+			err = rs.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("mirror: committing the copy position (the records are written; a restart skips them): %w", err)
+		}
+	}
+	for i, r := range m.batch {
 		ps := m.partState(r.Topic, r.Partition)
-		ps.mapOffset(srcOffs[i], r.Offset)
+		ps.mapOffset(m.batchSrc[i], r.Offset)
 		n := int64(len(r.Key) + len(r.Value))
 		for _, h := range r.Headers {
 			n += int64(len(h.Key) + len(h.Value))
@@ -311,9 +450,12 @@ func (m *mirror) copyBatch(ctx context.Context, fs kgo.Fetches) error {
 		m.topicBytes[r.Topic] += n
 		m.metrics.copied(r.Topic, n)
 	}
-	for ps := range touched {
+	for ps := range m.touched {
 		ps.committed = ps.pos
 	}
+	clear(m.touched)
+	clear(m.batch) // drop the record references
+	m.batch, m.batchSrc, m.batchBytes = m.batch[:0], m.batchSrc[:0], 0
 	m.txns++
 	m.metrics.commits.Inc()
 	return nil
@@ -327,53 +469,12 @@ func (m *mirror) partState(t string, p int32) *partState {
 	return ps[p]
 }
 
-// write produces recs and commits the positions of touched partitions:
-// in one transaction, or after the records.
-func (m *mirror) write(ctx context.Context, recs []*kgo.Record, touched map[*partState]bool) error {
-	// tgtNext after this batch, per partition.
-	next := map[*partState]int64{}
-	if m.mode == Transactional {
-		if err := m.w.BeginTransaction(); err != nil {
-			return fmt.Errorf("mirror: begin transaction: %w", err)
-		}
-	}
-	if err := m.w.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return m.abort(fmt.Errorf("mirror: writing to the target: %w", err))
-	}
-	for _, r := range recs {
-		next[m.partState(r.Topic, r.Partition)] = r.Offset + 1
-	}
-	offs := kadm.Offsets{}
-	for ps := range touched {
-		if n, ok := next[ps]; ok {
-			ps.tgtNext = n
-		}
-		offs.Add(kadm.Offset{Topic: ps.topic, Partition: ps.part, At: ps.pos, LeaderEpoch: -1, Metadata: positionMeta(ps.tgtNext)})
-	}
-	if m.mode != Transactional {
-		rs, err := m.tgtAdm.CommitOffsets(ctx, m.cfg.Name, offs)
-		if err == nil {
-			err = rs.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("mirror: committing the copy position (the records are written; a restart skips them): %w", err)
-		}
-		return nil
-	}
-	if err := m.txnCommitOffsets(ctx, offs); err != nil {
-		return m.abort(err)
-	}
-	if err := m.w.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return fmt.Errorf("mirror: committing the transaction (a restart resumes from the last committed one): %w", err)
-	}
-	return nil
-}
-
 // abort ends the open transaction without committing and returns err.
 func (m *mirror) abort(err error) error {
-	if m.mode != Transactional {
+	if m.mode != Transactional || !m.inTxn {
 		return err
 	}
+	m.inTxn = false
 	actx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
 	defer cancel()
 	if aerr := m.w.AbortBufferedRecords(actx); aerr != nil {

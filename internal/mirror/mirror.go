@@ -236,7 +236,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	err = m.copyLoop(ctx)
-	if err == nil || ctx.Err() != nil {
+	stopped := ctx.Err() != nil && err == ctx.Err() // a clean stop; a failed final commit is an error
+	if err == nil || stopped {
 		// A final tick with a fresh context: translate groups and
 		// measure lag after the last commit.
 		fctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
