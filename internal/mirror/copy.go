@@ -71,7 +71,8 @@ type partState struct {
 	startSrc, startTgt int64 // where this run started
 	fresh              bool  // no stored position: started at the source start offset
 
-	runs []run // source->target offsets of records copied by this run
+	runs      []run           // source->target offsets of records copied by this run
+	byContent map[int64]int64 // source->target offsets found by translateByContent
 }
 
 // run maps n consecutive source offsets from src to consecutive target

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,17 +11,26 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// translation is the outcome of translate.
+type translation int
+
+const (
+	translated translation = iota
+	pending                // past what is committed on the target: not yet
+	beforeMap              // before this run's offset map: look it up by content
 )
 
 // translate returns the target offset of the first record at or after
-// source offset c, and false when it cannot be known yet (c is past what
-// is committed on the target) or any more (c precedes this run's map).
-func (ps *partState) translate(c int64) (int64, bool) {
+// source offset c, from this run's offset map.
+func (ps *partState) translate(c int64) (int64, translation) {
 	switch {
 	case c > ps.committed:
-		return 0, false
+		return 0, pending
 	case c == ps.committed:
-		return ps.tgtNext, true
+		return ps.tgtNext, translated
 	}
 	// The first run ending after c.
 	i := sort.Search(len(ps.runs), func(i int) bool { return ps.runs[i].src+ps.runs[i].n > c })
@@ -28,20 +38,127 @@ func (ps *partState) translate(c int64) (int64, bool) {
 		// Past every copied record: only control records (or nothing)
 		// between c and the committed position.
 		if c >= ps.startSrc || ps.fresh {
-			return ps.tgtNext, true
+			return ps.tgtNext, translated
 		}
-		return 0, false
+		return 0, beforeMap
 	}
 	r := ps.runs[i]
 	if c >= r.src {
-		return r.tgt + (c - r.src), true
+		return r.tgt + (c - r.src), translated
 	}
 	// c is in a gap before run i: the first record at or after it is
 	// the run's first, provided nothing before the run is unknown.
 	if i > 0 || c >= ps.startSrc || ps.fresh {
-		return r.tgt, true
+		return r.tgt, translated
 	}
-	return 0, false
+	return 0, beforeMap
+}
+
+// translateByContent finds the target offset of the first record at or
+// after source offset c when c precedes this run's offset map (an earlier
+// run copied it): it reads that source record, asks the target for the
+// first offset at or after its timestamp, and reads forward to the record
+// with the same key, value, headers and timestamp. Results are cached.
+func (m *mirror) translateByContent(ctx context.Context, ps *partState, c int64) (int64, error) {
+	if off, ok := ps.byContent[c]; ok {
+		return off, nil
+	}
+	var want *kgo.Record
+	err := m.scan(ctx, m.cfg.From, m.cfg.SourceOpts, ps.topic, ps.part, c, ps.startSrc, func(r *kgo.Record) bool {
+		want = r
+		return true
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading source %s/%d from %d: %w", ps.topic, ps.part, c, err)
+	}
+	var off int64
+	if want == nil {
+		// No record between c and where this run started.
+		off = ps.startTgt
+	} else {
+		los, err := m.tgtAdm.ListOffsetsAfterMilli(ctx, want.Timestamp.UnixMilli(), ps.topic)
+		if err == nil {
+			err = los.Error()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("listing target %s/%d offsets by time: %w", ps.topic, ps.part, err)
+		}
+		lo, _ := los.Lookup(ps.topic, ps.part)
+		found := false
+		err = m.scan(ctx, m.cfg.To, m.cfg.TargetOpts, ps.topic, ps.part, lo.Offset, ps.startTgt, func(r *kgo.Record) bool {
+			if sameRecord(r, want) {
+				off, found = r.Offset, true
+			}
+			return found
+		})
+		if err != nil {
+			return 0, fmt.Errorf("reading target %s/%d from %d: %w", ps.topic, ps.part, lo.Offset, err)
+		}
+		if !found {
+			return 0, fmt.Errorf("source %s/%d offset %d (timestamp %d) is not on the target before offset %d", ps.topic, ps.part, want.Offset, want.Timestamp.UnixMilli(), ps.startTgt)
+		}
+	}
+	if ps.byContent == nil {
+		ps.byContent = map[int64]int64{}
+	}
+	ps.byContent[c] = off
+	return off, nil
+}
+
+func sameRecord(a, b *kgo.Record) bool {
+	if !bytes.Equal(a.Key, b.Key) || (a.Key == nil) != (b.Key == nil) || !bytes.Equal(a.Value, b.Value) ||
+		!a.Timestamp.Equal(b.Timestamp) || len(a.Headers) != len(b.Headers) {
+		return false
+	}
+	for i := range a.Headers {
+		if a.Headers[i].Key != b.Headers[i].Key || !bytes.Equal(a.Headers[i].Value, b.Headers[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// scan reads the committed data records of one partition in [from, to)
+// and calls fn on each until it returns true.
+func (m *mirror) scan(ctx context.Context, seeds []string, extra []kgo.Opt, topic string, part int32, from, to int64, fn func(*kgo.Record) bool) error {
+	if from >= to {
+		return nil
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	}, extra...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, fe := range fs.Errors() {
+			return fe.Err
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if done {
+				return
+			}
+			if r.Offset >= to {
+				done = true
+				return
+			}
+			if !r.Attrs.IsControl() && fn(r) {
+				done = true
+			}
+		})
+		if done {
+			return nil
+		}
+	}
 }
 
 // syncGroups translates the committed offsets of the selected source
@@ -96,16 +213,23 @@ func (m *mirror) syncGroups(ctx context.Context) error {
 			continue
 		}
 		out := kadm.Offsets{}
-		var pending []string
+		var waiting, failed []string
 		committed.Each(func(o kadm.OffsetResponse) {
 			ps := m.partState(o.Topic, o.Partition)
 			if ps == nil || o.Err != nil || o.At < 0 {
 				return
 			}
-			to, ok := ps.translate(o.At)
-			if !ok {
-				pending = append(pending, fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.At))
+			to, how := ps.translate(o.At)
+			switch how {
+			case pending:
+				waiting = append(waiting, fmt.Sprintf("%s/%d@%d", o.Topic, o.Partition, o.At))
 				return
+			case beforeMap:
+				var err error
+				if to, err = m.translateByContent(ctx, ps, o.At); err != nil {
+					failed = append(failed, err.Error())
+					return
+				}
 			}
 			if st.Offsets[o.Topic] == nil {
 				st.Offsets[o.Topic] = map[int32]int64{}
@@ -116,9 +240,18 @@ func (m *mirror) syncGroups(ctx context.Context) error {
 			}
 			out.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: to, LeaderEpoch: -1, Metadata: o.Metadata})
 		})
-		if len(pending) > 0 {
-			sort.Strings(pending)
-			st.Skipped = "not yet copied past its committed offsets " + strings.Join(pending, ", ") + " (written once the copy gets there)"
+		if len(waiting) > 0 || len(failed) > 0 {
+			// A group is written whole or not at all: a consumer that
+			// switched over must not find some partitions untranslated.
+			st.Offsets = nil
+			out = nil
+		}
+		if len(waiting) > 0 {
+			sort.Strings(waiting)
+			st.Skipped = "not yet copied past its committed offsets " + strings.Join(waiting, ", ") + " (written once the copy gets there)"
+		}
+		if len(failed) > 0 {
+			st.Skipped = "some offsets not translated: " + strings.Join(failed, "; ")
 		}
 		if len(out) > 0 {
 			rs, err := m.tgtAdm.CommitOffsets(ctx, g, out)

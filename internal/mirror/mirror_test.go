@@ -122,12 +122,34 @@ func TestOnceCopiesTopicsRecordsAndGroups(t *testing.T) {
 				t.Errorf("group ignored was written to the target: %v", gs)
 			}
 
-			// A second --once run finds nothing to do and writes nothing.
+			// A second --once run copies nothing, and translates offsets
+			// the group committed meanwhile inside what the first run
+			// copied (found on the target by content).
+			moved := kadm.Offsets{}
+			moved.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 11, LeaderEpoch: -1})
+			moved.Add(kadm.Offset{Topic: "orders", Partition: 2, At: 19, LeaderEpoch: -1})
+			if err := sadm.CommitAllOffsets(ctx, "billing", moved); err != nil {
+				t.Fatal(err)
+			}
 			rep = runMirror(t, ctx, Config{From: src.addrs, To: tgt.addrs, Once: true, Topics: regexp.MustCompile("orders|events")})
 			if rep.Records != 0 || !rep.Resumed {
 				t.Errorf("second run: %d records, resumed %v; want 0 and true", rep.Records, rep.Resumed)
 			}
+			if g := rep.Groups["billing"]; g.Skipped != "" || len(g.Offsets["orders"]) != 3 {
+				t.Errorf("second run, group billing: %+v", g)
+			}
 			equalTopics(t, src, tgt, "orders")
+			got, err = tadm.FetchOffsets(ctx, "billing")
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved.Each(func(o kadm.Offset) {
+				g, _ := got.Lookup(o.Topic, o.Partition)
+				want := firstAtOrAfter(srcRecs[o.Topic][o.Partition], o.At)
+				if have := firstAtOrAfter(tgtRecs[o.Topic][o.Partition], g.At); g.Err != nil || want != have {
+					t.Errorf("second run: %s/%d: source offset %d is record #%d, target offset %d is record #%d (%v)", o.Topic, o.Partition, o.At, want, g.At, have, g.Err)
+				}
+			})
 		})
 	}
 }
