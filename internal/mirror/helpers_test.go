@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
 	"sluice/broker/brokertest"
@@ -52,12 +53,32 @@ func kfakeCluster(t testing.TB) cluster {
 type direction struct {
 	name     string
 	from, to func(testing.TB) cluster
-	mode     Mode
 }
 
 var directions = []direction{
-	{"sluice-to-kfake", sluiceCluster, kfakeCluster, Transactional},
-	{"kfake-to-sluice", kfakeCluster, sluiceCluster, IdempotentCheckpoint},
+	{"sluice-to-kfake", sluiceCluster, kfakeCluster},
+	{"kfake-to-sluice", kfakeCluster, sluiceCluster},
+}
+
+// expectedMode is the mode the mirror must pick for target c: kfake has
+// transactions; Sluice has them once it advertises the transactional APIs.
+func expectedMode(t testing.TB, c cluster) Mode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	vs, err := admin(t, c).ApiVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if _, ok := v.KeyMaxVersion(kmsg.EndTxn.Int16()); !ok {
+			return IdempotentCheckpoint
+		}
+		if _, ok := v.KeyMaxVersion(kmsg.TxnOffsetCommit.Int16()); !ok {
+			return IdempotentCheckpoint
+		}
+	}
+	return Transactional
 }
 
 func client(t testing.TB, c cluster, opts ...kgo.Opt) *kgo.Client {

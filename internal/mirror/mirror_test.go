@@ -50,8 +50,8 @@ func TestOnceCopiesTopicsRecordsAndGroups(t *testing.T) {
 				From: src.addrs, To: tgt.addrs, Once: true, MaxBatch: 7,
 				Topics: regexp.MustCompile("orders|events"), Groups: regexp.MustCompile("bill.*"),
 			})
-			if rep.Mode != d.mode {
-				t.Errorf("mode %s, want %s", rep.Mode, d.mode)
+			if want := expectedMode(t, tgt); rep.Mode != want {
+				t.Errorf("mode %s, want %s", rep.Mode, want)
 			}
 			if rep.Records != 120 {
 				t.Errorf("report: %d records copied, want 120", rep.Records)
