@@ -27,9 +27,10 @@ type mirror struct {
 	srcAdm, tgtAdm *kadm.Client
 	w              *kgo.Client // target producer (transactional in Transactional mode)
 
-	partitions map[string][]*partState // topic -> partition number -> state
-	metrics    *metrics
-	report     Report
+	partitions      map[string][]*partState // topic -> partition number -> state
+	maxMessageBytes int64                   // the largest source max.message.bytes
+	metrics         *metrics
+	report          Report
 
 	records, bytes, txns int64
 	topicRecords         map[string]int64
@@ -108,6 +109,7 @@ func (m *mirror) close() {
 }
 
 func (m *mirror) initPartitions(plan *topicPlan) {
+	m.maxMessageBytes = plan.maxMessageBytes
 	m.partitions = map[string][]*partState{}
 	m.topicRecords, m.topicBytes, m.topicLag = map[string]int64{}, map[string]int64{}, map[string]int64{}
 	m.groups = map[string]GroupStats{}
@@ -140,6 +142,9 @@ func (m *mirror) openWriter(ctx context.Context) error {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.MaxBufferedRecords(2 * m.cfg.MaxBatch),
 		kgo.MaxBufferedBytes(4 * maxBatchBytes),
+		// Room for the largest record a source topic accepts (franz-go's
+		// default, about 1 MB, is Kafka's default max.message.bytes).
+		kgo.ProducerBatchMaxBytes(int32(min(max(m.maxMessageBytes, 1_000_012), 1<<30))),
 	}
 	if m.mode == Transactional {
 		opts = append(opts, kgo.TransactionalID(m.cfg.Name), kgo.TransactionTimeout(time.Minute))

@@ -164,3 +164,27 @@ func firstAtOrAfter(rs []rec, offset int64) int {
 	}
 	return len(rs)
 }
+
+// TestLargeRecords copies records larger than franz-go's default batch
+// limit when the source topic allows them.
+func TestLargeRecords(t *testing.T) {
+	for _, d := range directions {
+		t.Run(d.name, func(t *testing.T) {
+			src, tgt := d.from(t), d.to(t)
+			createTopic(t, src, "big", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("4194304")})
+			cl := client(t, src, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4194304))
+			r := testRecord("big", 0, 1)
+			r.Value = make([]byte, 2<<20)
+			for i := range r.Value {
+				r.Value[i] = byte(i * 7)
+			}
+			produce(t, cl, r, testRecord("big", 0, 2))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			runMirror(t, ctx, Config{From: src.addrs, To: tgt.addrs, Once: true})
+			if n := equalTopics(t, src, tgt, "big"); n != 2 {
+				t.Fatalf("%d records compared, want 2", n)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,8 @@ type topicPlan struct {
 	topics  map[string]int32              // source topic -> partitions
 	create  map[string]map[string]*string // missing target topic -> configs
 	skipped map[string][]string           // per topic, configs not copied
+
+	maxMessageBytes int64 // the largest source max.message.bytes
 }
 
 func (p *topicPlan) names() []string {
@@ -128,18 +131,25 @@ func (m *mirror) planTopics(ctx context.Context) (*topicPlan, error) {
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("mirror: target topics with fewer partitions than the source (add partitions with `sluice topic` or kafka-topics --alter, or delete them): %s", strings.Join(bad, "; "))
 	}
-	if len(missing) == 0 {
-		return plan, nil
-	}
-	rcs, err := m.srcAdm.DescribeTopicConfigs(ctx, missing...)
+	rcs, err := m.srcAdm.DescribeTopicConfigs(ctx, names...)
 	if err != nil {
 		return nil, fmt.Errorf("mirror: describing source topic configs: %w", err)
 	}
-	for _, t := range missing {
+	for _, t := range names {
 		rc, err := rcs.On(t, nil)
 		if err != nil || rc.Err != nil {
 			return nil, fmt.Errorf("mirror: describing source topic %s configs: %w", t, errors.Join(err, rc.Err))
 		}
+		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil {
+				if n, err := strconv.ParseInt(*c.Value, 10, 32); err == nil && n > plan.maxMessageBytes {
+					plan.maxMessageBytes = n
+				}
+			}
+		}
+	}
+	for _, t := range missing {
+		rc, _ := rcs.On(t, nil)
 		confs := map[string]*string{}
 		for _, c := range rc.Configs {
 			if c.Source != kmsg.ConfigSourceDynamicTopicConfig || c.Value == nil {
