@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +31,7 @@ are read from /proc (the broker must run on this machine).`,
 
 // benchCommon are the flags both bench subcommands take.
 type benchCommon struct {
-	brokers  string
+	cf       *clientFlags
 	topic    string
 	pid      int
 	interval time.Duration
@@ -40,8 +39,8 @@ type benchCommon struct {
 }
 
 func (c *benchCommon) add(cmd *cobra.Command) {
+	c.cf = addClientFlags(cmd)
 	f := cmd.Flags()
-	f.StringVarP(&c.brokers, "brokers", "b", envOr("SLUICE_BROKERS", "127.0.0.1:9092"), "comma-separated seed brokers (env SLUICE_BROKERS)")
 	f.StringVarP(&c.topic, "topic", "t", "sluice-bench", "topic to use")
 	f.IntVar(&c.pid, "broker-pid", 0, "process id of a local broker: report its CPU time per record and memory")
 	f.DurationVar(&c.interval, "interval", time.Second, "progress line interval (0: none)")
@@ -72,7 +71,7 @@ func newBenchProduceCmd() *cobra.Command {
   sluice bench produce -t bench --partitions 256 --rate 50000 --compression zstd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(common.brokers, ",")...)}
+			var opts []kgo.Opt
 			switch acks {
 			case "all", "-1":
 				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -81,27 +80,29 @@ func newBenchProduceCmd() *cobra.Command {
 			case "none", "0":
 				opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 			default:
-				return usageErr(fmt.Errorf("--acks %q: want all, leader or none", acks))
+				return usagef("--acks %q: want all, leader or none", acks)
 			}
 			codec, err := compressionCodec(compression)
 			if err != nil {
-				return usageErr(err)
+				return usageError{err}
 			}
 			opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(linger),
 				kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			cl, err := kgo.NewClient(opts...)
+			c, err := common.cf.connect(cmd.Context(), opts...)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
-			ctx, cancel := signalContext()
-			defer cancel()
-			if err := bench.EnsureTopic(ctx, cl, common.topic, cfg.Partitions); err != nil {
-				return err
+			defer c.Close()
+			ctx := cmd.Context()
+			sctx, cancel := c.step(ctx)
+			err = bench.EnsureTopic(sctx, c.cl, common.topic, cfg.Partitions)
+			cancel()
+			if err != nil {
+				return c.wrap("create topic", err)
 			}
 			cfg.Topic, cfg.BrokerPID, cfg.Interval = common.topic, common.pid, common.interval
 			cfg.Progress = cmd.ErrOrStderr()
-			res, err := bench.Produce(ctx, cl, cfg)
+			res, err := bench.Produce(ctx, c.cl, cfg)
 			if err != nil {
 				return err
 			}
@@ -140,18 +141,15 @@ func newBenchConsumeCmd() *cobra.Command {
 		Example: `  sluice bench consume -t bench`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := append([]kgo.Opt{kgo.SeedBrokers(strings.Split(common.brokers, ",")...)},
-				bench.ConsumeClientOpts(common.topic)...)
-			cl, err := kgo.NewClient(opts...)
+			c, err := common.cf.connect(cmd.Context(), bench.ConsumeClientOpts(common.topic)...)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
-			ctx, cancel := signalContext()
-			defer cancel()
+			defer c.Close()
+			ctx := cmd.Context()
 			cfg.Topic, cfg.BrokerPID, cfg.Interval = common.topic, common.pid, common.interval
 			cfg.Progress = cmd.ErrOrStderr()
-			res, err := bench.Consume(ctx, cl, cfg)
+			res, err := bench.Consume(ctx, c.cl, cfg)
 			if err != nil {
 				return err
 			}
@@ -179,9 +177,3 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
 
-// usageError marks an error as a usage mistake (exit code 2).
-type usageError struct{ error }
-
-func usageErr(err error) error { return usageError{err} }
-
-func (e usageError) Unwrap() error { return e.error }

@@ -8,11 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,12 +50,10 @@ the group has never had members on the target.
 
 Without --once it tails until interrupted (Ctrl-C); with --once it stops
 at the source end offsets read at start (the cutover mode).`,
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" {
-				return errors.New("mirror: --from and --to are required")
+				return usagef("mirror: --from and --to are required")
 			}
 			cfg := mirror.Config{
 				From: splitAddrs(from), To: splitAddrs(to), Once: once, ReplicationFactor: rf,
@@ -72,8 +67,7 @@ at the source end offsets read at start (the cutover mode).`,
 			if cfg.Groups, err = compileFlag("--groups", groups); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx := cmd.Context() // ends on SIGINT or SIGTERM (main)
 			if httpAddr != "" {
 				reg := prometheus.NewRegistry()
 				cfg.Registerer = reg
@@ -126,7 +120,7 @@ func compileFlag(flag, s string) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(s)
 	if err != nil {
-		return nil, fmt.Errorf("mirror: %s %q: %w", flag, s, err)
+		return nil, usagef("mirror: %s %q: %w", flag, s, err)
 	}
 	return re, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -45,32 +46,26 @@ func (w *lineWaiter) String() string {
 // TestMirrorCommand runs the README's cutover commands, Sluice to Sluice:
 // a tailing mirror with metrics, then --once.
 func TestMirrorCommand(t *testing.T) {
-	src, tgt := brokertest.Start(t), brokertest.Start(t)
-	var out bytes.Buffer
-	if err := topicCmd([]string{"create", "-b", src.Addr(), "-p", "2", "orders"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	if err := produceCmd([]string{"-b", src.Addr(), "-t", "orders", "-K", ":"}, strings.NewReader("a:1\nb:2\nc:3\n"), &out); err != nil {
-		t.Fatal(err)
-	}
+	src, tgt := brokertest.Start(t).Addr(), brokertest.Start(t).Addr()
+	ok(t, "", "topic", "create", "orders", "-p", "2", "-b", src)
+	ok(t, "a:1\nb:2\nc:3\n", "produce", "-t", "orders", "-K", ":", "-b", src)
 
-	// sluice mirror --from SRC --to TGT --topics 'orders' --http ADDR
+	// sluice mirror --from SRC --to TGT --topics orders --http ADDR
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tctx, stop := context.WithCancel(ctx)
 	stderr := &lineWaiter{re: regexp.MustCompile(`metrics at (http://\S+)`), found: make(chan string, 1)}
 	var stdout syncBuffer
-	cmd := newMirrorCmd()
-	cmd.SetArgs([]string{"--from", src.Addr(), "--to", tgt.Addr(), "--topics", "orders", "--interval", "20ms", "--http", "127.0.0.1:0"})
-	cmd.SetOut(&stdout)
-	cmd.SetErr(stderr)
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(tctx) }()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(tctx, []string{"mirror", "--from", src, "--to", tgt, "--topics", "orders", "--interval", "20ms", "--http", "127.0.0.1:0"},
+			strings.NewReader(""), &stdout, stderr)
+	}()
 	var url string
 	select {
 	case url = <-stderr.found:
-	case err := <-done:
-		t.Fatalf("mirror ended: %v\n%s", err, stderr.String())
+	case code := <-done:
+		t.Fatalf("mirror exited %d:\n%s", code, stderr.String())
 	}
 	// Wait (on the metrics themselves) until the three records are copied.
 	for {
@@ -85,8 +80,8 @@ func TestMirrorCommand(t *testing.T) {
 		}
 	}
 	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("tailing mirror: %v", err)
+	if code := <-done; code != 0 {
+		t.Fatalf("tailing mirror exited %d:\n%s", code, stderr.String())
 	}
 	if s := stdout.String(); !strings.Contains(s, "records/s") || !strings.Contains(s, "lag orders=") ||
 		!finished(s, 3) || !strings.Contains(s, "topic orders: 3 records, lag 0") {
@@ -94,42 +89,21 @@ func TestMirrorCommand(t *testing.T) {
 	}
 
 	// More records, then the drain: sluice mirror --from SRC --to TGT --once
-	if err := produceCmd([]string{"-b", src.Addr(), "-t", "orders", "-K", ":"}, strings.NewReader("d:4\n"), &out); err != nil {
-		t.Fatal(err)
+	ok(t, "d:4\n", "produce", "-t", "orders", "-K", ":", "-b", src)
+	if r := ok(t, "", "mirror", "--from", src, "--to", tgt, "--once"); !finished(r.stdout, 1) {
+		t.Fatalf("mirror --once printed:\n%s", r.stdout)
 	}
-	cmd = newMirrorCmd()
-	cmd.SetArgs([]string{"--from", src.Addr(), "--to", tgt.Addr(), "--once"})
-	var once bytes.Buffer
-	cmd.SetOut(&once)
-	cmd.SetErr(io.Discard)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		t.Fatalf("mirror --once: %v", err)
-	}
-	if !finished(once.String(), 1) {
-		t.Fatalf("mirror --once printed:\n%s", once.String())
+	r := ok(t, "", "consume", "-t", "orders", "-e", "-f", `%k=%v\n`, "-b", tgt)
+	got := strings.Fields(r.stdout)
+	sort.Strings(got)
+	if strings.Join(got, " ") != "a=1 b=2 c=3 d=4" {
+		t.Fatalf("target holds %q, want a=1 b=2 c=3 d=4", got)
 	}
 
-	out.Reset()
-	if err := consumeCmd([]string{"-b", tgt.Addr(), "-t", "orders", "-e", "-f", "%k=%v\\n"}, &out); err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Fields(out.String())
-	if len(got) != 4 {
-		t.Fatalf("target holds %q, want a:1 b:2 c:3 d:4", got)
-	}
-
-	// Bad flags are clear errors.
-	cmd = newMirrorCmd()
-	cmd.SetArgs([]string{"--from", src.Addr()})
-	cmd.SetOut(io.Discard)
-	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "--from and --to are required") {
-		t.Fatalf("mirror without --to: %v", err)
-	}
-	cmd = newMirrorCmd()
-	cmd.SetArgs([]string{"--from", src.Addr(), "--to", tgt.Addr(), "--topics", "("})
-	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "--topics") {
-		t.Fatalf("mirror with a bad regex: %v", err)
-	}
+	// Bad input: usage errors exit 2, an unreachable cluster 1.
+	fails(t, 2, "--from and --to are required", "", "mirror", "--from", src)
+	fails(t, 2, "--topics", "", "mirror", "--from", src, "--to", tgt, "--topics", "(")
+	fails(t, 1, "target 127.0.0.1:1 unreachable", "", "mirror", "--from", src, "--to", "127.0.0.1:1", "--timeout", "2s")
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
