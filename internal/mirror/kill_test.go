@@ -40,9 +40,12 @@ func TestKillRestart(t *testing.T) {
 			const topic = "stream"
 			createTopic(t, src, topic, 4, nil)
 
-			// A producer writing until stopped.
+			// A producer writing until stopped, 40 records per progress
+			// line of the child (so the source grows with the copy rather
+			// than as fast as an in-memory broker takes records).
 			pc := produceClient(t, src)
 			stop := make(chan struct{})
+			pace := make(chan struct{}, 1)
 			var wg sync.WaitGroup
 			wg.Add(1)
 			var produced int
@@ -52,7 +55,7 @@ func TestKillRestart(t *testing.T) {
 					select {
 					case <-stop:
 						return
-					default:
+					case <-pace:
 					}
 					var recs []*kgo.Record
 					for j := i; j < i+40; j++ {
@@ -67,7 +70,7 @@ func TestKillRestart(t *testing.T) {
 			}()
 
 			for round := range 5 {
-				killMirrorChild(t, src, tgt, round)
+				killMirrorChild(t, src, tgt, round, pace)
 			}
 			close(stop)
 			wg.Wait()
@@ -88,8 +91,8 @@ func TestKillRestart(t *testing.T) {
 }
 
 // killMirrorChild starts a mirror child and kills it once it has copied
-// something (after a round-dependent number of progress lines).
-func killMirrorChild(t *testing.T, src, tgt cluster, round int) {
+// 100 × (round+1) records, mid-way through later batches.
+func killMirrorChild(t *testing.T, src, tgt cluster, round int, pace chan<- struct{}) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillRestart$", "-test.count=1")
 	cmd.Env = append(os.Environ(), killChildEnv+"="+strings.Join(src.addrs, ",")+";"+strings.Join(tgt.addrs, ","))
@@ -102,7 +105,7 @@ func killMirrorChild(t *testing.T, src, tgt cluster, round int) {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(out)
-	seen, killed := 0, false
+	seen, killed := 0, false // seen: progress lines with records copied
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) != 2 || f[0] != "progress" {
@@ -115,7 +118,12 @@ func killMirrorChild(t *testing.T, src, tgt cluster, round int) {
 		if n > 0 {
 			seen++
 		}
-		if !killed && seen > round%3 {
+		select {
+		case pace <- struct{}{}:
+		default:
+		}
+		// Kill after some commits: more of them each round.
+		if !killed && n >= int64(100*(round+1)) {
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +132,7 @@ func killMirrorChild(t *testing.T, src, tgt cluster, round int) {
 	}
 	err = cmd.Wait()
 	if !killed {
-		t.Fatalf("round %d: child ended before it was killed: %v", round, err)
+		t.Fatalf("round %d: child ended before it was killed (%d progress lines with records): %v", round, seen, err)
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("round %d: child was not killed by SIGKILL: %v", round, err)
