@@ -23,7 +23,7 @@ type mirror struct {
 	start time.Time
 	mode  Mode
 
-	src, tgt       *kgo.Client // admin and consuming (src), admin (tgt)
+	src, tgt       *kgo.Client // admin clients (the consumer is its own, in copyLoop)
 	srcAdm, tgtAdm *kadm.Client
 	w              *kgo.Client // target producer (transactional in Transactional mode)
 
