@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/vfs"
 )
 
 // Opt configures a Broker. Options are applied in order over the defaults;
@@ -33,6 +34,10 @@ type cfg struct {
 	maxConns          int
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
+	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
+	diskInterval      time.Duration // between free-space checks
+	healBackoff       time.Duration // first wait before a failed partition recovers
+	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
 }
 
 // Defaults.
@@ -42,6 +47,7 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultMaxConnections  = 10000
+	DefaultDiskCheck       = time.Second
 )
 
 func defaultCfg() cfg {
@@ -55,6 +61,9 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		diskWatermark:     -1,
+		diskInterval:      DefaultDiskCheck,
+		fs:                vfs.OS(),
 	}
 }
 
@@ -87,6 +96,9 @@ func (c *cfg) validate() error {
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.diskInterval <= 0 {
+		return fmt.Errorf("broker: DiskCheckInterval %v must be positive", c.diskInterval)
 	}
 	return nil
 }
@@ -137,3 +149,22 @@ func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
 // Registerer registers the broker's Prometheus metrics (and those of its
 // acceptors and group coordinator). Default: none.
 func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.registerer = r }) }
+
+// DiskLowWatermark sets the free space (bytes) on the data directory's
+// filesystem below which produce is refused with KAFKA_STORAGE_ERROR
+// ("disk full"), before the disk is actually full. 0 turns the guard
+// off. Default: 1 GiB or 5% of the filesystem, whichever is smaller.
+func DiskLowWatermark(bytes int64) Opt {
+	return opt(func(c *cfg) { c.diskWatermark = max(bytes, 0) })
+}
+
+// DiskCheckInterval sets how often the free space is read (statfs).
+// Default 1 s.
+func DiskCheckInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.diskInterval = d }) }
+
+// withFS substitutes the filesystem (tests: the crash FS).
+func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
+
+// withHealBackoff sets the first wait before a failed partition tries to
+// recover (tests: a short one). Default acceptor.DefaultHealBackoff.
+func withHealBackoff(d time.Duration) Opt { return opt(func(c *cfg) { c.healBackoff = d }) }

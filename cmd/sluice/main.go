@@ -33,6 +33,7 @@ func subcommands() []*cobra.Command {
 		newVersionCmd(),
 		newBenchCmd(),
 		newMirrorCmd(),
+		newRepairCmd(),
 	}
 }
 
