@@ -17,6 +17,8 @@ import (
 	"sluice/internal/acceptor"
 	"sluice/internal/auth"
 	"sluice/internal/groups"
+	"sluice/internal/storage"
+	"sluice/internal/txn"
 	"sluice/internal/vfs"
 )
 
@@ -29,14 +31,16 @@ const closeGrace = 10 * time.Second
 
 // Broker is a single-node Kafka-compatible broker over a data directory.
 //
-// Goroutines: Start starts the accept goroutine and one goroutine per
-// client connection; each partition owns an acceptor goroutine started
-// by New (or when the partition is created). All are owned by the Broker
-// and stop in Close: it closes the listener (ending the accept
-// goroutine), wakes idle connections and long-polling fetches, waits for
-// every connection goroutine to answer its in-flight request and exit,
-// then closes the group coordinator and every partition (acceptors
-// flush and fsync, logs write their checkpoints).
+// Goroutines: New starts the disk monitor; Start starts the accept
+// goroutine and one goroutine per client connection; each partition owns
+// an acceptor goroutine started by New (or when the partition is
+// created). All are owned by the Broker and stop in Close: it closes the
+// listener (ending the accept goroutine), cancels stopCtx (ending the
+// disk monitor), wakes idle connections and long-polling fetches, waits
+// for every connection goroutine to answer its in-flight request and
+// exit, then closes the transaction and group coordinators and every
+// partition (acceptors flush and fsync, logs write their checkpoints),
+// and last releases the data directory's lock.
 //
 // Lock order (see doc.go): adminMu, then mu, then conn.mu.
 type Broker struct {
@@ -64,8 +68,27 @@ type Broker struct {
 	fails authFailures
 
 	groups *groups.Coordinator // opened by Start; nil before
+	// txnc is the transaction coordinator, opened by Start after groups
+	// (nil before); atomic because partition acceptors read it.
+	txnc atomic.Pointer[txn.Coordinator]
+
+	lock vfs.Unlocker // the data directory's lock, held from New to the end of Close
+
+	// The disk guard (disk.go): the monitor goroutine, started by New and
+	// stopped by Close (through stopCtx), stores what it sees in disk
+	// and closes monitorDone when it returns.
+	disk        atomic.Pointer[diskState]
+	monitorDone chan struct{}
+	diskMu      sync.Mutex    // guards diskCh
+	diskCh      chan struct{} // closed after each disk check
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
+
+	traffic traffic   // totals over every partition, deleted ones included
+	started time.Time // when New returned, for uptime
+
+	readyMu     sync.Mutex // guards readyChecks
+	readyChecks []readyCheck
 
 	connCount atomic.Int64 // open connections, for MaxConnections
 	closing   atomic.Bool  // set first by Close
@@ -74,7 +97,7 @@ type Broker struct {
 	wg        sync.WaitGroup     // the accept goroutine and connection goroutines
 
 	startOnce sync.Once
-	started   bool // set by Start (under startOnce)
+	listening bool // set by Start (under startOnce and mu)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -118,25 +141,40 @@ func New(opts ...Opt) (*Broker, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	lock, err := storage.LockDir(c.fs, c.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b := &Broker{
-		cfg:    c,
-		fs:     vfs.OS(),
-		topics: map[string]*topic{},
-		byID:   map[[16]byte]*topic{},
-		conns:  map[*conn]struct{}{},
+		cfg:         c,
+		fs:          c.fs,
+		topics:      map[string]*topic{},
+		byID:        map[[16]byte]*topic{},
+		conns:       map[*conn]struct{}{},
+		lock:        lock,
+		monitorDone: make(chan struct{}),
+		diskCh:      make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
 	b.stopCtx, b.stop = context.WithCancel(context.Background())
 	if err := b.openSecurity(); err != nil {
 		b.stop()
+		lock.Unlock()
 		return nil, err
 	}
 	if err := b.load(); err != nil {
 		b.closePartitions()
 		b.stop()
+		lock.Unlock()
 		return nil, err
 	}
+	b.checkDisk()
+	go b.monitorDisk()
+	if c.registerer != nil {
+		c.registerer.MustRegister(&collector{b: b})
+	}
+	b.started = time.Now()
 	return b, nil
 }
 
@@ -179,10 +217,33 @@ func (b *Broker) start() error {
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
 		SyncPolicy:      b.cfg.fsync,
+		PendingTxnOffset: func(group, topic string, partition int32) bool {
+			tc := b.txnc.Load()
+			return tc != nil && tc.PendingOffset(group, topic, partition)
+		},
 	})
 	if err != nil {
 		closeAll()
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("broker: open group coordinator: %w; to cut its log at the last valid batch (a copy is kept), "+
+				"stop the broker and run: sluice repair --data %s --truncate-after-corruption", err, b.cfg.dataDir)
+		}
 		return fmt.Errorf("broker: open group coordinator: %w", err)
+	}
+	// The transaction coordinator recovers after the partitions and the
+	// groups are open: finishing a decided transaction writes markers and
+	// offsets.
+	tc, err := b.openTxn(g)
+	if err != nil {
+		closeAll()
+		g.Close()
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("broker: open transaction coordinator: %w; to cut its log at the last valid batch (a copy is kept), "+
+				"stop the broker and run: sluice repair --data %s --truncate-after-corruption", err, b.cfg.dataDir)
+		}
+		return fmt.Errorf("broker: open transaction coordinator: %w", err)
 	}
 	b.mu.Lock()
 	if b.closing.Load() {
@@ -190,11 +251,13 @@ func (b *Broker) start() error {
 		// opened; it saw neither, so close them here.
 		b.mu.Unlock()
 		closeAll()
+		tc.Close()
 		g.Close()
 		return errors.New("broker: closed")
 	}
 	b.lns, b.groups = lns, g
-	b.started = true
+	b.txnc.Store(tc)
+	b.listening = true
 	b.wg.Add(len(lns)) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
 	for _, l := range lns {
@@ -347,12 +410,21 @@ func (b *Broker) Close() error {
 			<-done
 		}
 		var errs []error
+		if tc := b.txnc.Load(); tc != nil {
+			if err := tc.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("broker: close transaction coordinator: %w", err))
+			}
+		}
 		if g != nil {
 			if err := g.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))
 			}
 		}
 		errs = append(errs, b.closePartitions())
+		<-b.monitorDone
+		if err := b.lock.Unlock(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: release the data directory lock: %w", err))
+		}
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
@@ -373,7 +445,7 @@ func (b *Broker) closePartitions() error {
 	var errs []error
 	for _, t := range ts {
 		for _, p := range t.parts {
-			if err := p.close(); err != nil {
+			if err := p.closeSnapshot(b); err != nil {
 				errs = append(errs, err)
 			}
 		}

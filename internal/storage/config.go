@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 )
@@ -15,6 +16,20 @@ type Config struct {
 	RetentionAge   time.Duration // delete segments whose newest batch is older; <0 = unlimited; 0 = default 7 days (retention.ms)
 	IndexInterval  int           // bytes between sparse offset-index entries; default 4096 (index.interval.bytes)
 	Now            func() time.Time
+	// RetainFrom, if set, returns an offset retention must keep: a
+	// segment is removed only when every offset in it is below
+	// RetainFrom() (the partition's last stable offset, so that an open
+	// transaction's records and its place in the aborted-transaction
+	// index survive until the transaction ends).
+	RetainFrom func() int64
+	// Logger receives the log's warnings (a torn tail cut at Open, a
+	// failed log recovered); default: discard. Callers attach the topic
+	// and partition with Logger.With.
+	Logger *slog.Logger
+
+	// verify makes Open scan and check every batch of every segment,
+	// trusting no index or checkpoint (Repair uses it).
+	verify bool
 }
 
 // Defaults applied to zero Config fields.
@@ -50,6 +65,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
 }
