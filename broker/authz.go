@@ -74,6 +74,15 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.DescribeConfigs.Int16():  {{opDescribeConfigs, resCluster, "broker resources"}, {opDescribeConfigs, resTopic, "topic resources"}},
 	kmsg.DescribeCluster.Int16():  {{opDescribe, resCluster, ""}},
 
+	kmsg.AddPartitionsToTxn.Int16():   {{opWrite, resTxnID, ""}, {opWrite, resTopic, ""}},
+	kmsg.AddOffsetsToTxn.Int16():      {{opWrite, resTxnID, ""}, {opRead, resGroup, "transactional id allowed"}},
+	kmsg.EndTxn.Int16():               {{opWrite, resTxnID, ""}},
+	kmsg.TxnOffsetCommit.Int16():      {{opWrite, resTxnID, ""}, {opRead, resGroup, "transactional id allowed"}, {opRead, resTopic, "group allowed"}},
+	kmsg.WriteTxnMarkers.Int16():      {{opClusterAction, resCluster, ""}},
+	kmsg.DescribeProducers.Int16():    {{opRead, resTopic, ""}},
+	kmsg.DescribeTransactions.Int16(): {{opDescribe, resTxnID, ""}, {opDescribe, resTopic, "the transaction's partitions"}},
+	kmsg.ListTransactions.Int16():     {{opDescribe, resTxnID, "each transaction listed"}},
+
 	kmsg.DescribeACLs.Int16():                 {{opDescribe, resCluster, ""}},
 	kmsg.CreateACLs.Int16():                   {{opAlter, resCluster, ""}},
 	kmsg.DeleteACLs.Int16():                   {{opAlter, resCluster, ""}},

@@ -219,6 +219,30 @@ func authzSamples() map[int16]struct {
 	od.Group = "g"
 	od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
 	add(od, 0, true)
+	apt := kmsg.NewPtrAddPartitionsToTxnRequest()
+	apt.TransactionalID, apt.ProducerID, apt.ProducerEpoch = "tx", 1, 0
+	apt.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	add(apt, 3, true)
+	aot := kmsg.NewPtrAddOffsetsToTxnRequest()
+	aot.TransactionalID, aot.ProducerID, aot.Group = "tx", 1, "g"
+	add(aot, 3, true)
+	et := kmsg.NewPtrEndTxnRequest()
+	et.TransactionalID, et.ProducerID = "tx", 1
+	add(et, 3, true)
+	toc := kmsg.NewPtrTxnOffsetCommitRequest()
+	toc.TransactionalID, toc.Group, toc.ProducerID = "tx", "g", 1
+	toc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	add(toc, 3, true)
+	wtm := kmsg.NewPtrWriteTxnMarkersRequest()
+	wtm.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 1, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "nope", Partitions: []int32{0}}}}}
+	add(wtm, 1, true)
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	add(dp, 0, true)
+	dtx := kmsg.NewPtrDescribeTransactionsRequest()
+	dtx.TransactionalIDs = []string{"tx"}
+	add(dtx, 0, true)
+	add(kmsg.NewPtrListTransactionsRequest(), 1, false)
 	dgs := kmsg.NewPtrDeleteGroupsRequest()
 	dgs.Groups = []string{"g"}
 	add(dgs, 1, true)
