@@ -33,19 +33,27 @@ type Config struct {
 	SASLMechanism string
 	User          string
 	Password      string
+
+	// EnvPrefix names the environment variables FromEnv reads:
+	// EnvPrefix+"TLS_CA", +"USER", +"PASSWORD". Default "SLUICE_".
+	EnvPrefix string
 }
 
 // FromEnv fills the fields that are empty from SLUICE_TLS_CA,
-// SLUICE_USER and SLUICE_PASSWORD.
+// SLUICE_USER and SLUICE_PASSWORD (with EnvPrefix in place of SLUICE_).
 func (c *Config) FromEnv() {
+	prefix := c.EnvPrefix
+	if prefix == "" {
+		prefix = "SLUICE_"
+	}
 	if c.CAFile == "" {
-		c.CAFile = os.Getenv("SLUICE_TLS_CA")
+		c.CAFile = os.Getenv(prefix + "TLS_CA")
 	}
 	if c.User == "" {
-		c.User = os.Getenv("SLUICE_USER")
+		c.User = os.Getenv(prefix + "USER")
 	}
 	if c.Password == "" {
-		c.Password = os.Getenv("SLUICE_PASSWORD")
+		c.Password = os.Getenv(prefix + "PASSWORD")
 	}
 }
 
@@ -134,15 +142,30 @@ type FlagSet interface {
 // runs; the environment is not shown as a flag default, so help output
 // never prints a password.
 func (c *Config) AddFlags(fs FlagSet, skip ...string) {
+	c.addFlags(fs, "", "", skip)
+}
+
+// AddPrefixedFlags registers the same flags named prefix+NAME (such as
+// --from-tls-ca) for a connection described by what ("the source"),
+// with the environment variables EnvPrefix+TLS_CA, +USER, +PASSWORD.
+func (c *Config) AddPrefixedFlags(fs FlagSet, prefix, what string) {
+	c.addFlags(fs, prefix, " of "+what, nil)
+}
+
+func (c *Config) addFlags(fs FlagSet, prefix, of string, skip []string) {
+	env := c.EnvPrefix
+	if env == "" {
+		env = "SLUICE_"
+	}
 	add := func(p *string, name, usage string) {
 		if !slices.Contains(skip, name) {
-			fs.StringVar(p, name, "", usage)
+			fs.StringVar(p, prefix+name, "", usage)
 		}
 	}
-	add(&c.CAFile, "tls-ca", "PEM CA certificate to trust; turns TLS on (env SLUICE_TLS_CA)")
-	add(&c.CertFile, "tls-cert", "PEM client certificate for mutual TLS (with --tls-key)")
-	add(&c.KeyFile, "tls-key", "PEM key of --tls-cert")
-	add(&c.SASLMechanism, "sasl-mechanism", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default SCRAM-SHA-512 when a user is set)")
-	add(&c.User, "user", "SASL user (env SLUICE_USER)")
-	add(&c.Password, "password", "SASL password (env SLUICE_PASSWORD, which other users of the machine cannot see, unlike the flag)")
+	add(&c.CAFile, "tls-ca", "PEM CA certificate to trust"+of+"; turns TLS on (env "+env+"TLS_CA)")
+	add(&c.CertFile, "tls-cert", "PEM client certificate"+of+" for mutual TLS (with --"+prefix+"tls-key)")
+	add(&c.KeyFile, "tls-key", "PEM key of --"+prefix+"tls-cert")
+	add(&c.SASLMechanism, "sasl-mechanism", "SASL mechanism"+of+": PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default SCRAM-SHA-512 when a user is set)")
+	add(&c.User, "user", "SASL user"+of+" (env "+env+"USER)")
+	add(&c.Password, "password", "SASL password"+of+" (env "+env+"PASSWORD, which other users of the machine cannot see, unlike the flag)")
 }

@@ -201,3 +201,33 @@ func TestServeSIGHUPReloadsCertificate(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestSecureClientCommands: topic, produce and consume over SASL_SSL with
+// the shared connection flags; a wrong password is refused; mirror copies
+// from the secured broker with its --from-* flags.
+func TestSecureClientCommands(t *testing.T) {
+	certs := brokertest.NewCerts(t, "cli-ca")
+	b := brokertest.Secure(t, certs)
+	sec := []string{"-b", b.ListenerAddr(broker.SASLSSL), "--tls-ca", certs.CAFile, "--user", "admin", "--password", "admin-secret"}
+	ok(t, "", append([]string{"topic", "create", "orders"}, sec...)...)
+	ok(t, "k1:v1\nk2:v2\n", append([]string{"produce", "-t", "orders", "-K", ":"}, sec...)...)
+	r := ok(t, "", append([]string{"consume", "-t", "orders", "-e", "-f", "%k=%v\n"}, sec...)...)
+	if r.stdout != "k1=v1\nk2=v2\n" {
+		t.Fatalf("consume over SASL_SSL printed %q", r.stdout)
+	}
+	bad := append([]string{"topic", "list"}, sec[:len(sec)-1]...)
+	if r := sluice(t, "", append(bad, "wrong")...); r.code != 1 || !strings.Contains(r.stderr, "SASL") {
+		t.Fatalf("wrong password: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := sluice(t, "", "topic", "list", "-b", b.ListenerAddr(broker.SASLSSL), "--tls-ca", "/nonexistent.pem"); r.code != 2 || !strings.Contains(r.stderr, "--tls-ca") {
+		t.Fatalf("missing CA file: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	tgt := brokertest.Start(t).Addr()
+	ok(t, "", "mirror", "--from", b.ListenerAddr(broker.SASLSSL), "--to", tgt, "--topics", "orders", "--once",
+		"--from-tls-ca", certs.CAFile, "--from-user", "admin", "--from-password", "admin-secret")
+	r = ok(t, "", "consume", "-t", "orders", "-e", "-f", "%k=%v\n", "-b", tgt)
+	if r.stdout != "k1=v1\nk2=v2\n" {
+		t.Fatalf("mirrored records: %q", r.stdout)
+	}
+}
