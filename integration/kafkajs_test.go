@@ -214,23 +214,41 @@ func (g *groupMember) handle(m map[string]any) {
 	}
 }
 
-// TestKafkajsConsumerGroup runs a kafkajs member alone on a four-partition
-// topic, then a second one: the group rebalances to split the partitions,
-// the second member gets nothing the first had committed, the two
-// together consume every record, and the committed offsets reach the end.
+// until handles the member's output lines until one satisfies stop.
+func (g *groupMember) until(t *testing.T, ctx context.Context, what string, stop func(map[string]any) bool) {
+	t.Helper()
+	g.s.next(t, ctx, what, func(m map[string]any) bool {
+		g.handle(m)
+		return stop(m)
+	})
+}
+
+// TestKafkajsConsumerGroup runs two kafkajs members through
+// testTwoMemberGroup.
 func TestKafkajsConsumerGroup(t *testing.T) {
 	modules := needKafkajs(t)
 	n := startNode(t)
-	const topic, group, parts, half = "kafkajs-group", "kafkajs-g", 4, 40
-	createTopic(t, n, topic, parts)
-	produceValues(t, n.addr, topic, 0, half, noSnappy)
-	ctx := ctxT(t, 2*time.Minute)
-	args := map[string]any{"topic": topic, "group": group}
+	const topic, group = "kafkajs-group", "kafkajs-g"
+	testTwoMemberGroup(t, n, topic, func(who string) *script {
+		return startScript(t, "kafkajs "+who, kafkajsCmd(t, modules, n.addr, "member", map[string]any{"topic": topic, "group": group}))
+	}, group, noSnappy)
+}
 
-	a := &groupMember{s: startScript(t, "kafkajs member A", kafkajsCmd(t, modules, n.addr, "member", args)), values: map[string]int{}}
-	for len(a.values) < half || len(a.assigned) != parts {
-		a.handle(a.s.next(t, ctx, "member A to consume the first half", func(map[string]any) bool { return true }))
-	}
+// testTwoMemberGroup runs one group member alone on a four-partition
+// topic, then a second one: the group rebalances to split the
+// partitions, the second member gets nothing the first had committed,
+// the two together consume every record, and the committed offsets
+// reach the end. A member script prints {"event":"assigned",
+// "partitions":[...]} at each join, {"event":"record","value":...} for
+// each record, and leaves the group when its input closes.
+func testTwoMemberGroup(t *testing.T, n *node, topic string, start func(who string) *script, group string, produceOpts ...kgo.Opt) {
+	const parts, half = 4, 40
+	createTopic(t, n, topic, parts)
+	produceValues(t, n.addr, topic, 0, half, produceOpts...)
+	ctx := ctxT(t, 2*time.Minute)
+
+	a := &groupMember{s: start("member A"), values: map[string]int{}}
+	a.until(t, ctx, "member A to consume the first half", func(map[string]any) bool { return len(a.values) == half && len(a.assigned) == parts })
 	// Wait for A's commits to cover every record before B joins.
 	for {
 		lag := committedLag(t, n.addr, group, topic)
@@ -241,12 +259,13 @@ func TestKafkajsConsumerGroup(t *testing.T) {
 		if done {
 			break
 		}
-		a.handle(a.s.next(t, ctx, "member A to commit the first half", func(m map[string]any) bool { return m["event"] == "committed" }))
+		a.until(t, ctx, "member A to commit the first half", func(m map[string]any) bool { return m["event"] == "committed" })
 	}
 
-	b := &groupMember{s: startScript(t, "kafkajs member B", kafkajsCmd(t, modules, n.addr, "member", args)), values: map[string]int{}}
-	b.handle(b.s.next(t, ctx, "member B to join", func(m map[string]any) bool { return m["event"] == "assigned" }))
-	a.handle(a.s.next(t, ctx, "member A to rejoin", func(m map[string]any) bool { return m["event"] == "assigned" }))
+	b := &groupMember{s: start("member B"), values: map[string]int{}}
+	isJoin := func(m map[string]any) bool { return m["event"] == "assigned" }
+	b.until(t, ctx, "member B to join", isJoin)
+	a.until(t, ctx, "member A to rejoin", isJoin)
 	if len(a.assigned)+len(b.assigned) != parts || len(a.assigned) == 0 || len(b.assigned) == 0 {
 		t.Fatalf("after the rebalance A has partitions %v and B %v; want the %d partitions split between them", a.assigned, b.assigned, parts)
 	}
@@ -258,7 +277,7 @@ func TestKafkajsConsumerGroup(t *testing.T) {
 		seen[p] = true
 	}
 
-	produceValues(t, n.addr, topic, half, half, noSnappy)
+	produceValues(t, n.addr, topic, half, half, produceOpts...)
 	all := func() int {
 		u := map[string]bool{}
 		for v := range a.values {
@@ -300,7 +319,7 @@ func TestKafkajsConsumerGroup(t *testing.T) {
 	if len(b.values) == 0 {
 		t.Fatalf("member B consumed nothing from its partitions %v", b.assigned)
 	}
-	requireNoLag(t, "kafkajs group", committedLag(t, n.addr, group, topic))
+	requireNoLag(t, "group "+group, committedLag(t, n.addr, group, topic))
 }
 
 // TestKafkajsAdmin drives kafkajs's admin client: createTopics (again, to
