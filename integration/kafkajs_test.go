@@ -158,20 +158,27 @@ func recordsFromJSON(t *testing.T, lines []map[string]any) []rec {
 }
 
 // TestKafkajsProduceConsume produces with acks=-1 and each compression
-// kafkajs has built in (none, gzip), checks the offsets kafkajs was told
+// kafkajs has built in (none, gzip), and as an idempotent producer; checks the offsets kafkajs was told
 // and what franz-go reads back, then consumes from the beginning with a
 // kafkajs consumer.
 func TestKafkajsProduceConsume(t *testing.T) {
 	modules := needKafkajs(t)
 	n := startNode(t)
-	for _, codec := range []string{"none", "gzip"} {
-		t.Run(codec, func(t *testing.T) {
-			topic := "kafkajs-" + codec
+	for _, c := range []struct {
+		codec      string
+		idempotent bool
+	}{{"none", false}, {"gzip", false}, {"none", true}} {
+		name := c.codec
+		if c.idempotent {
+			name += "-idempotent"
+		}
+		t.Run(name, func(t *testing.T) {
+			topic := "kafkajs-" + name
 			createTopic(t, n, topic, 1)
 			const count, batch = 50, 7
-			want := records("kafkajs-"+codec, count)
+			want := records(topic, count)
 			lines := runKafkajs(t, modules, n.addr, "produce", map[string]any{
-				"topic": topic, "compression": codec, "batch": batch, "records": recordsJSON(want)})
+				"topic": topic, "compression": c.codec, "idempotent": c.idempotent, "batch": batch, "records": recordsJSON(want)})
 			if len(lines) != (count+batch-1)/batch {
 				t.Fatalf("kafkajs produce printed %d sends, want %d: %v", len(lines), (count+batch-1)/batch, lines)
 			}
@@ -185,7 +192,10 @@ func TestKafkajsProduceConsume(t *testing.T) {
 					t.Fatalf("send %d: metadata %v, want errorCode 0 and baseOffset %d", i, m, i*batch)
 				}
 			}
-			checkRecords(t, "kgo reading kafkajs "+codec, want, consumeKgo(t, n.addr, topic, count))
+			checkRecords(t, "kgo reading kafkajs "+name, want, consumeKgo(t, n.addr, topic, count))
+			if c.idempotent {
+				requireIdempotent(t, n.addr, topic, count)
+			}
 
 			got := runKafkajs(t, modules, n.addr, "consume", map[string]any{"topic": topic, "group": topic + "-reader", "count": count})
 			checkRecords(t, "kafkajs consumer", want, recordsFromJSON(t, got))
@@ -323,9 +333,11 @@ func testTwoMemberGroup(t *testing.T, n *node, topic string, start func(who stri
 }
 
 // TestKafkajsAdmin drives kafkajs's admin client: createTopics (again, to
-// see it report an existing topic), listTopics, fetchTopicMetadata,
-// fetchTopicOffsets, fetchOffsets and describeGroups of a group with a
-// live member, describeGroups after it left, deleteTopics.
+// see it report an existing topic), createPartitions, describeCluster,
+// listTopics, fetchTopicMetadata, fetchTopicOffsets, fetchOffsets,
+// describeGroups and listGroups of a group with a live member,
+// describeGroups after it left, fetchTopicOffsetsByTimestamp,
+// setOffsets, resetOffsets, deleteGroups, deleteTopics.
 func TestKafkajsAdmin(t *testing.T) {
 	modules := needKafkajs(t)
 	n := startNode(t)
@@ -346,6 +358,11 @@ func TestKafkajsAdmin(t *testing.T) {
 	if r := step("createTopicsAgain"); r != false {
 		t.Fatalf("createTopics of an existing topic = %v, want false", r)
 	}
+	step("createPartitions")
+	dc := step("describeCluster").(map[string]any)
+	if dc["controller"] != float64(0) || len(dc["brokers"].([]any)) != 1 || dc["clusterId"] == "" {
+		t.Fatalf("describeCluster = %v, want one broker, node 0 the controller, a cluster id", dc)
+	}
 	if r := step("listTopics"); !containsAny(r, topic) {
 		t.Fatalf("listTopics = %v, want it to hold %s", r, topic)
 	}
@@ -353,8 +370,8 @@ func TestKafkajsAdmin(t *testing.T) {
 	if len(md) != 1 || md[0].(map[string]any)["name"] != topic {
 		t.Fatalf("fetchTopicMetadata = %v", md)
 	}
-	if ps := md[0].(map[string]any)["partitions"].([]any); len(ps) != 3 {
-		t.Fatalf("fetchTopicMetadata: %d partitions, want 3: %v", len(ps), ps)
+	if ps := md[0].(map[string]any)["partitions"].([]any); len(ps) != 4 {
+		t.Fatalf("fetchTopicMetadata: %d partitions, want 4 (3 created, 1 added by createPartitions): %v", len(ps), ps)
 	} else {
 		for _, p := range ps {
 			pm := p.(map[string]any)
@@ -398,6 +415,37 @@ func TestKafkajsAdmin(t *testing.T) {
 	dg = step("describeGroupsAfterLeave").(map[string]any)["groups"].([]any)
 	if g := dg[0].(map[string]any); g["state"] != "Empty" || len(g["members"].([]any)) != 0 {
 		t.Fatalf("describeGroups after the member left = %v, want Empty with no members", dg)
+	}
+	for _, o := range step("fetchTopicOffsetsByTimestamp").([]any) {
+		om := o.(map[string]any)
+		if p := int32(om["partition"].(float64)); om["offset"] != strconv.FormatInt(ends[p], 10) {
+			t.Fatalf("fetchTopicOffsetsByTimestamp(an hour ahead) partition %d = %v, want the end offset %d", p, om, ends[p])
+		}
+	}
+	groupOffsets := func(name string) map[int32]string {
+		t.Helper()
+		fo := step(name).([]any)
+		out := map[int32]string{}
+		for _, p := range fo[0].(map[string]any)["partitions"].([]any) {
+			pm := p.(map[string]any)
+			out[int32(pm["partition"].(float64))] = fmt.Sprint(pm["offset"])
+		}
+		return out
+	}
+	if got := groupOffsets("fetchOffsetsAfterSet"); got[0] != "1" || got[1] != strconv.FormatInt(ends[1], 10) {
+		t.Fatalf("fetchOffsets after setOffsets(partition 0 to 1) = %v, want 0:1 and the rest unchanged (ends %v)", got, ends)
+	}
+	for p, o := range groupOffsets("fetchOffsetsAfterReset") {
+		// kafkajs resetOffsets commits -2 (earliest) for each partition.
+		if o != "-2" {
+			t.Fatalf("fetchOffsets after resetOffsets(earliest): partition %d at %s, want -2", p, o)
+		}
+	}
+	if dg := step("deleteGroups").([]any); len(dg) != 1 || dg[0].(map[string]any)["errorCode"] != float64(0) {
+		t.Fatalf("deleteGroups = %v", dg)
+	}
+	if lg := step("listGroupsAfterDelete").(map[string]any)["groups"].([]any); len(lg) != 0 {
+		t.Fatalf("listGroups after deleteGroups = %v", lg)
 	}
 	step("deleteTopics")
 	if r := step("listTopicsAfterDelete"); containsAny(r, topic) {
@@ -494,6 +542,44 @@ func TestKafkajsTransactions(t *testing.T) {
 // noSnappy keeps franz-go from compressing with snappy (its default),
 // which kafkajs cannot read without a codec plugin.
 var noSnappy = kgo.ProducerBatchCompression(kgo.GzipCompression(), kgo.NoCompression())
+
+// TestKafkajsDeleteRecords: deleteTopicRecords moves the log start
+// offset. It runs only where the broker serves DeleteRecords.
+func TestKafkajsDeleteRecords(t *testing.T) {
+	modules := needKafkajs(t)
+	n := startNode(t)
+	if missing := missingAPIs(t, n.addr, kmsg.DeleteRecords.Int16()); len(missing) > 0 {
+		t.Skipf("Sluice does not serve %s yet; kafkajs admin.deleteTopicRecords needs it", strings.Join(missing, ", "))
+	}
+	const topic = "kafkajs-delete-records"
+	createTopic(t, n, topic, 1)
+	produceValues(t, n.addr, topic, 0, 10, noSnappy)
+	lines := runKafkajs(t, modules, n.addr, "deleteRecords", map[string]any{"topic": topic, "offset": 4})
+	o := lines[0]["result"].([]any)[0].(map[string]any)
+	if o["low"] != "4" || o["high"] != "10" {
+		t.Fatalf("offsets after deleteTopicRecords below 4: %v, want low 4 high 10", o)
+	}
+}
+
+// TestKafkajsACLs: createAcls then describeAcls. It runs only where the
+// broker serves the ACL APIs.
+func TestKafkajsACLs(t *testing.T) {
+	modules := needKafkajs(t)
+	n := startNode(t)
+	if missing := missingAPIs(t, n.addr, kmsg.CreateACLs.Int16(), kmsg.DescribeACLs.Int16()); len(missing) > 0 {
+		t.Skipf("Sluice does not serve %s yet; kafkajs admin.createAcls/describeAcls need them", strings.Join(missing, ", "))
+	}
+	const topic = "kafkajs-acls"
+	createTopic(t, n, topic, 1)
+	lines := runKafkajs(t, modules, n.addr, "acls", map[string]any{"topic": topic, "principal": "User:alice"})
+	if len(lines) != 2 {
+		t.Fatalf("kafkajs acls printed %v", lines)
+	}
+	b, _ := json.Marshal(lines[1]["result"])
+	if !strings.Contains(string(b), `"principal":"User:alice"`) || !strings.Contains(string(b), topic) {
+		t.Fatalf("describeAcls after createAcls = %s, want User:alice's ACL on %s", b, topic)
+	}
+}
 
 func containsAny(list any, s string) bool {
 	l, _ := list.([]any)

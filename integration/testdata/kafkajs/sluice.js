@@ -88,7 +88,7 @@ async function member () {
   out({ event: 'stopped' })
 }
 
-// admin: the admin client's topic and group calls in order; a member of
+// admin: the admin client's topic, group and offset calls in order; a member of
 // args.group consumes args.count records of the new topic (which the
 // test's Go side fills while the script waits on standard input) so
 // that fetchOffsets and describeGroups have something to show.
@@ -99,6 +99,8 @@ async function admin () {
   try {
     out({ step: 'createTopics', result: await a.createTopics({ waitForLeaders: true, topics: [{ topic: args.topic, numPartitions: 3 }] }) })
     out({ step: 'createTopicsAgain', result: await a.createTopics({ topics: [{ topic: args.topic, numPartitions: 3 }] }) })
+    out({ step: 'createPartitions', result: await a.createPartitions({ topicPartitions: [{ topic: args.topic, count: 4 }] }) || null })
+    out({ step: 'describeCluster', result: await a.describeCluster() })
     out({ step: 'listTopics', result: await a.listTopics() })
     out({ step: 'fetchTopicMetadata', result: await a.fetchTopicMetadata({ topics: [args.topic] }) })
     out({ step: 'fetchTopicOffsets', result: await a.fetchTopicOffsets(args.topic) })
@@ -120,6 +122,13 @@ async function admin () {
     out({ step: 'listGroups', result: await a.listGroups() })
     await consumer.disconnect()
     out({ step: 'describeGroupsAfterLeave', result: await a.describeGroups([args.group]) })
+    out({ step: 'fetchTopicOffsetsByTimestamp', result: await a.fetchTopicOffsetsByTimestamp(args.topic, Date.now() + 3600000) })
+    await a.setOffsets({ groupId: args.group, topic: args.topic, partitions: [{ partition: 0, offset: '1' }] })
+    out({ step: 'fetchOffsetsAfterSet', result: await a.fetchOffsets({ groupId: args.group, topics: [args.topic] }) })
+    await a.resetOffsets({ groupId: args.group, topic: args.topic, earliest: true })
+    out({ step: 'fetchOffsetsAfterReset', result: await a.fetchOffsets({ groupId: args.group, topics: [args.topic] }) })
+    out({ step: 'deleteGroups', result: await a.deleteGroups([args.group]) })
+    out({ step: 'listGroupsAfterDelete', result: await a.listGroups() })
     out({ step: 'deleteTopics', result: await a.deleteTopics({ topics: [args.topic] }) })
     out({ step: 'listTopicsAfterDelete', result: await a.listTopics() })
   } finally {
@@ -169,7 +178,35 @@ async function txn () {
   }
 }
 
-const commands = { produce, consume, member, admin, configs, txn }
+// deleteRecords: deleteTopicRecords of partition 0 of args.topic below
+// args.offset, then the partition's offsets.
+async function deleteRecords () {
+  const a = kafka.admin()
+  await a.connect()
+  try {
+    await a.deleteTopicRecords({ topic: args.topic, partitions: [{ partition: 0, offset: String(args.offset) }] })
+    out({ step: 'fetchTopicOffsets', result: await a.fetchTopicOffsets(args.topic) })
+  } finally {
+    await a.disconnect()
+  }
+}
+
+// acls: createAcls of one ACL allowing args.principal to read args.topic,
+// then describeAcls of the topic.
+async function acls () {
+  const { AclResourceTypes: R, AclOperationTypes: O, AclPermissionTypes: P, ResourcePatternTypes: T } = require('kafkajs')
+  const a = kafka.admin()
+  await a.connect()
+  try {
+    const acl = { resourceType: R.TOPIC, resourceName: args.topic, resourcePatternType: T.LITERAL, principal: args.principal, host: '*', operation: O.READ, permissionType: P.ALLOW }
+    out({ step: 'createAcls', result: await a.createAcls({ acl: [acl] }) })
+    out({ step: 'describeAcls', result: await a.describeAcls({ resourceType: R.TOPIC, resourceName: args.topic, resourcePatternType: T.LITERAL, operation: O.ANY, permissionType: P.ANY }) })
+  } finally {
+    await a.disconnect()
+  }
+}
+
+const commands = { produce, consume, member, admin, configs, txn, deleteRecords, acls }
 if (!commands[cmd]) {
   process.stderr.write(`usage: node sluice.js ${Object.keys(commands).join('|')} JSON\n`)
   process.exit(2)
