@@ -104,14 +104,20 @@ func requireIdempotent(t *testing.T, addr, topic string, count int) {
 }
 
 // TestConfluentKafkaConsumerGroup runs two confluent-kafka Consumers
-// (committing each record synchronously) through testTwoMemberGroup.
+// (committing each record synchronously) through testTwoMemberGroup, with
+// the eager range assignor and with the cooperative-sticky one.
 func TestConfluentKafkaConsumerGroup(t *testing.T) {
 	python := needConfluentKafka(t)
 	n := startNode(t)
-	const topic, group = "confluent-group", "confluent-g"
-	testTwoMemberGroup(t, n, topic, func(who string) *script {
-		return startScript(t, "confluent-kafka "+who, confluentCmd(t, python, n.addr, "member", map[string]any{"topic": topic, "group": group}))
-	}, group)
+	for _, strategy := range []string{"range", "cooperative-sticky"} {
+		t.Run(strategy, func(t *testing.T) {
+			topic, group := "confluent-group-"+strategy, "confluent-g-"+strategy
+			testTwoMemberGroup(t, n, topic, func(who string) *script {
+				return startScript(t, "confluent-kafka "+who, confluentCmd(t, python, n.addr, "member",
+					map[string]any{"topic": topic, "group": group, "strategy": strategy}))
+			}, group)
+		})
+	}
 }
 
 // TestConfluentKafkaAdmin drives AdminClient: create_topics (and again,

@@ -48,22 +48,28 @@ def produce(args):
 
 
 def member(args):
-    """One member of group args.group on args.topic: prints its
-    assignment at each rebalance, each record, and each synchronous
+    """One member of group args.group on args.topic, with assignment
+    strategy args.strategy: prints the partitions it owns whenever they
+    change, each record, and each synchronous
     commit; closes (leaving the group) when standard input closes."""
     c = Consumer(conf(args, **{"group.id": args["group"], "auto.offset.reset": "earliest",
                                "enable.auto.commit": False, "session.timeout.ms": 10000,
-                               "heartbeat.interval.ms": 500}))
+                               "heartbeat.interval.ms": 500,
+                               "partition.assignment.strategy": args["strategy"]}))
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
 
+    owned = set()
+
     def assigned(_, parts):
-        out({"event": "assigned", "partitions": sorted(p.partition for p in parts)})
+        owned.update(p.partition for p in parts)
+        out({"event": "assigned", "partitions": sorted(owned)})
 
-    def revoked(consumer, parts):
-        out({"event": "revoked", "partitions": sorted(p.partition for p in parts)})
+    def revoked(_, parts):
+        owned.difference_update(p.partition for p in parts)
+        out({"event": "assigned", "partitions": sorted(owned)})
 
-    c.subscribe([args["topic"]], on_assign=assigned, on_revoke=revoked)
+    c.subscribe([args["topic"]], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
     try:
         while not stop.is_set():
             m = c.poll(0.2)
