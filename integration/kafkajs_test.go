@@ -524,42 +524,61 @@ func TestKafkajsConfigs(t *testing.T) {
 	}
 }
 
-// TestKafkajsTransactions commits one transaction and aborts another;
-// a read_committed franz-go consumer sees only the committed records. It
-// runs only where the broker serves the transaction APIs.
+// TestKafkajsTransactions commits a transaction, aborts one and commits
+// another that also commits a group's offset (sendOffsets): a
+// read_committed franz-go consumer sees only the committed records, a
+// read_uncommitted one all of them, and the group's offset is the one
+// sent. It runs only where the broker serves the transaction APIs.
 func TestKafkajsTransactions(t *testing.T) {
 	modules := needKafkajs(t)
 	n := startNode(t)
-	if missing := missingAPIs(t, n.addr, kmsg.AddPartitionsToTxn.Int16(), kmsg.EndTxn.Int16()); len(missing) > 0 {
+	if missing := missingAPIs(t, n.addr, kmsg.AddPartitionsToTxn.Int16(), kmsg.AddOffsetsToTxn.Int16(), kmsg.TxnOffsetCommit.Int16(), kmsg.EndTxn.Int16()); len(missing) > 0 {
 		t.Skipf("Sluice does not serve %s yet; kafkajs transactions need them", strings.Join(missing, ", "))
 	}
-	const topic = "kafkajs-txn"
+	const topic, group = "kafkajs-txn", "kafkajs-txn-g"
 	createTopic(t, n, topic, 1)
-	committed := []string{"c0", "c1", "c2"}
-	runKafkajs(t, modules, n.addr, "txn", map[string]any{"topic": topic, "transactionalId": "kafkajs-tx", "committed": committed, "aborted": []string{"a0", "a1"}})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
+	lines := runKafkajs(t, modules, n.addr, "txn", map[string]any{"topic": topic, "group": group, "transactionalId": "kafkajs-tx",
+		"transactions": []map[string]any{
+			{"values": []string{"c0", "c1", "c2"}, "commit": true},
+			{"values": []string{"a0", "a1"}, "commit": false},
+			{"values": []string{"c3"}, "commit": true, "offset": 3},
+		}})
+	if len(lines) != 3 || lines[0]["step"] != "commit" || lines[1]["step"] != "abort" || lines[2]["step"] != "commit" {
+		t.Fatalf("kafkajs txn printed %v", lines)
 	}
-	defer cl.Close()
-	ctx := ctxT(t, 20*time.Second)
-	var got []string
-	for len(got) < len(committed) {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read_committed consumer got %v, want %v", got, committed)
+	read := func(level kgo.IsolationLevel, n0 int) []string {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.FetchIsolationLevel(level),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+		if err != nil {
+			t.Fatal(err)
 		}
-		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		defer cl.Close()
+		ctx := ctxT(t, 20*time.Second)
+		var got []string
+		for len(got) < n0 {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("consumer got %v, want %d records", got, n0)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+		return got
 	}
-	if strings.Join(got, ",") != strings.Join(committed, ",") {
-		t.Fatalf("read_committed consumer got %v, want %v", got, committed)
+	if got := strings.Join(read(kgo.ReadCommitted(), 4), ","); got != "c0,c1,c2,c3" {
+		t.Fatalf("read_committed consumer got %s, want c0,c1,c2,c3", got)
+	}
+	if got := strings.Join(read(kgo.ReadUncommitted(), 6), ","); got != "c0,c1,c2,a0,a1,c3" {
+		t.Fatalf("read_uncommitted consumer got %s, want c0,c1,c2,a0,a1,c3", got)
+	}
+	committed, err := kadmClient(t, n.addr).FetchOffsets(ctxT(t, 10*time.Second), group)
+	if err != nil {
+		t.Fatalf("FetchOffsets: %v", err)
+	}
+	if o, ok := committed.Lookup(topic, 0); !ok || o.At != 3 {
+		t.Fatalf("group %s offset after the transaction's sendOffsets: %+v (found %v), want 3", group, o, ok)
 	}
 }
-
-// noSnappy keeps franz-go from compressing with snappy (its default),
-// which kafkajs cannot read without a codec plugin.
-var noSnappy = kgo.ProducerBatchCompression(kgo.GzipCompression(), kgo.NoCompression())
 
 // TestKafkajsDeleteRecords: deleteTopicRecords moves the log start
 // offset. It runs only where the broker serves DeleteRecords.
@@ -598,6 +617,10 @@ func TestKafkajsACLs(t *testing.T) {
 		t.Fatalf("describeAcls after createAcls = %s, want User:alice's ACL on %s", b, topic)
 	}
 }
+
+// noSnappy keeps franz-go from compressing with snappy (its default),
+// which kafkajs cannot read without a codec plugin.
+var noSnappy = kgo.ProducerBatchCompression(kgo.GzipCompression(), kgo.NoCompression())
 
 func containsAny(list any, s string) bool {
 	l, _ := list.([]any)

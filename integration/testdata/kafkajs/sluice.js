@@ -154,16 +154,21 @@ async function configs () {
   }
 }
 
-// txn: a transactional producer commits args.committed records and
-// aborts args.aborted more, on partition 0 of args.topic.
+// txn: a transactional producer runs args.transactions in order, each
+// {values, commit, offsets}: it sends values to partition 0 of
+// args.topic, adds offsets (partition 0 of args.topic for group
+// args.group) to the transaction when given, then commits or aborts.
 async function txn () {
   const producer = kafka.producer({ transactionalId: args.transactionalId, idempotent: true, maxInFlightRequests: 1 })
   await producer.connect()
   try {
-    const write = async (values, commit) => {
+    for (const { values, commit, offset } of args.transactions) {
       const t = await producer.transaction()
       try {
         await t.send({ topic: args.topic, acks: -1, messages: values.map(value => ({ partition: 0, value })) })
+        if (offset !== undefined) {
+          await t.sendOffsets({ consumerGroupId: args.group, topics: [{ topic: args.topic, partitions: [{ partition: 0, offset: String(offset) }] }] })
+        }
         if (commit) await t.commit(); else await t.abort()
       } catch (e) {
         await t.abort().catch(() => {})
@@ -171,8 +176,6 @@ async function txn () {
       }
       out({ step: commit ? 'commit' : 'abort', count: values.length })
     }
-    await write(args.committed, true)
-    await write(args.aborted, false)
   } finally {
     await producer.disconnect()
   }
