@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // confluent-kafka-python (librdkafka underneath) runs
@@ -188,4 +189,23 @@ func TestConfluentKafkaAdmin(t *testing.T) {
 	if strings.Join(names, ",") != "other" {
 		t.Fatalf("list_topics after delete_topics = %v, want [other]", names)
 	}
+}
+
+// TestConfluentKafkaTransactions runs a transactional Producer through
+// the transactions checkTransactions expects. It runs only where the
+// broker serves the transaction APIs.
+func TestConfluentKafkaTransactions(t *testing.T) {
+	python := needConfluentKafka(t)
+	n := startNode(t)
+	if missing := missingAPIs(t, n.addr, kmsg.AddPartitionsToTxn.Int16(), kmsg.AddOffsetsToTxn.Int16(), kmsg.TxnOffsetCommit.Int16(), kmsg.EndTxn.Int16()); len(missing) > 0 {
+		t.Skipf("Sluice does not serve %s yet; confluent-kafka transactions need them", strings.Join(missing, ", "))
+	}
+	const topic, group = "confluent-txn", "confluent-txn-g"
+	createTopic(t, n, topic, 1)
+	lines := runScript(t, "confluent-kafka txn", 90*time.Second, confluentCmd(t, python, n.addr, "txn",
+		map[string]any{"topic": topic, "group": group, "transactional_id": "confluent-tx"}), nil)
+	if len(lines) != 3 {
+		t.Fatalf("confluent-kafka txn printed %v", lines)
+	}
+	checkTransactions(t, n.addr, topic, group)
 }

@@ -546,9 +546,18 @@ func TestKafkajsTransactions(t *testing.T) {
 	if len(lines) != 3 || lines[0]["step"] != "commit" || lines[1]["step"] != "abort" || lines[2]["step"] != "commit" {
 		t.Fatalf("kafkajs txn printed %v", lines)
 	}
-	read := func(level kgo.IsolationLevel, n0 int) []string {
+	checkTransactions(t, n.addr, topic, group)
+}
+
+// checkTransactions checks partition 0 of topic after transactions
+// that committed c0,c1,c2, aborted a0,a1 and committed c3 with group's
+// offset 3: read_committed sees the committed values, read_uncommitted
+// all of them, and the group's committed offset is 3.
+func checkTransactions(t *testing.T, addr, topic, group string) {
+	t.Helper()
+	read := func(level kgo.IsolationLevel, n int) string {
 		t.Helper()
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.FetchIsolationLevel(level),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.FetchIsolationLevel(level),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 		if err != nil {
 			t.Fatal(err)
@@ -556,27 +565,27 @@ func TestKafkajsTransactions(t *testing.T) {
 		defer cl.Close()
 		ctx := ctxT(t, 20*time.Second)
 		var got []string
-		for len(got) < n0 {
+		for len(got) < n {
 			fs := cl.PollFetches(ctx)
 			if ctx.Err() != nil {
-				t.Fatalf("consumer got %v, want %d records", got, n0)
+				t.Fatalf("consumer got %v, want %d records", got, n)
 			}
 			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 		}
-		return got
+		return strings.Join(got, ",")
 	}
-	if got := strings.Join(read(kgo.ReadCommitted(), 4), ","); got != "c0,c1,c2,c3" {
+	if got := read(kgo.ReadCommitted(), 4); got != "c0,c1,c2,c3" {
 		t.Fatalf("read_committed consumer got %s, want c0,c1,c2,c3", got)
 	}
-	if got := strings.Join(read(kgo.ReadUncommitted(), 6), ","); got != "c0,c1,c2,a0,a1,c3" {
+	if got := read(kgo.ReadUncommitted(), 6); got != "c0,c1,c2,a0,a1,c3" {
 		t.Fatalf("read_uncommitted consumer got %s, want c0,c1,c2,a0,a1,c3", got)
 	}
-	committed, err := kadmClient(t, n.addr).FetchOffsets(ctxT(t, 10*time.Second), group)
+	committed, err := kadmClient(t, addr).FetchOffsets(ctxT(t, 10*time.Second), group)
 	if err != nil {
 		t.Fatalf("FetchOffsets: %v", err)
 	}
 	if o, ok := committed.Lookup(topic, 0); !ok || o.At != 3 {
-		t.Fatalf("group %s offset after the transaction's sendOffsets: %+v (found %v), want 3", group, o, ok)
+		t.Fatalf("group %s offset after the transaction's offsets: %+v (found %v), want 3", group, o, ok)
 	}
 }
 

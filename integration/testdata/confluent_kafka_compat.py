@@ -8,7 +8,7 @@ import json
 import sys
 import threading
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 
@@ -125,7 +125,32 @@ def admin(args):
     out({"step": "list_topics_after_delete", "result": sorted(a.list_topics(timeout=10).topics)})
 
 
-COMMANDS = {"produce": produce, "member": member, "admin": admin}
+def txn(args):
+    """A transactional Producer commits c0,c1,c2, aborts a0,a1, then
+    commits c3 with group args.group's offset 3 on partition 0 of
+    args.topic (send_offsets_to_transaction)."""
+    p = Producer(conf(args, **{"transactional.id": args["transactional_id"]}))
+    p.init_transactions(30)
+    group = Consumer(conf(args, **{"group.id": args["group"]}))
+    for values, commit, offset in ((["c0", "c1", "c2"], True, None), (["a0", "a1"], False, None), (["c3"], True, 3)):
+        p.begin_transaction()
+        for v in values:
+            p.produce(args["topic"], value=v.encode(), partition=0)
+        # abort_transaction purges what is still queued: flush so the
+        # aborted records reach the log (and read_uncommitted sees them).
+        if p.flush(30):
+            raise RuntimeError("transactional records not delivered")
+        if offset is not None:
+            p.send_offsets_to_transaction([TopicPartition(args["topic"], 0, offset)], group.consumer_group_metadata(), 30)
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+        out({"step": "commit" if commit else "abort", "count": len(values)})
+    group.close()
+
+
+COMMANDS = {"produce": produce, "member": member, "admin": admin, "txn": txn}
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in COMMANDS:
