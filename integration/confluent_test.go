@@ -133,7 +133,7 @@ func TestConfluentKafkaAdmin(t *testing.T) {
 	// A group that only committed offsets: listed as Empty, no members.
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "other", Partition: 0, At: 5})
-	if err := kadmClient(t, n.addr).CommitAllOffsets(ctxT(t, 10*time.Second), "confluent-admin-g", offs); err != nil {
+	if err := kadmFor(t, n.addr).CommitAllOffsets(ctxT(t, 10*time.Second), "confluent-admin-g", offs); err != nil {
 		t.Fatalf("CommitAllOffsets: %v", err)
 	}
 	lines := runScript(t, "confluent-kafka admin", 90*time.Second, confluentCmd(t, python, n.addr, "admin", map[string]any{"topic": topic}), nil)

@@ -470,7 +470,7 @@ func TestKafkajsAdmin(t *testing.T) {
 		t.Fatalf("listTopics after deleteTopics = %v, still holds %s", r, topic)
 	}
 	s.stop(t, ctx)
-	adm := kadmClient(t, n.addr)
+	adm := kadmFor(t, n.addr)
 	td, err := adm.ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -580,7 +580,7 @@ func checkTransactions(t *testing.T, addr, topic, group string) {
 	if got := read(kgo.ReadUncommitted(), 6); got != "c0,c1,c2,a0,a1,c3" {
 		t.Fatalf("read_uncommitted consumer got %s, want c0,c1,c2,a0,a1,c3", got)
 	}
-	committed, err := kadmClient(t, addr).FetchOffsets(ctxT(t, 10*time.Second), group)
+	committed, err := kadmFor(t, addr).FetchOffsets(ctxT(t, 10*time.Second), group)
 	if err != nil {
 		t.Fatalf("FetchOffsets: %v", err)
 	}
@@ -641,7 +641,7 @@ func containsAny(list any, s string) bool {
 	return false
 }
 
-func kadmClient(t *testing.T, addr string) *kadm.Client {
+func kadmFor(t *testing.T, addr string) *kadm.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -653,7 +653,7 @@ func kadmClient(t *testing.T, addr string) *kadm.Client {
 
 func endOffsets(t *testing.T, addr, topic string) map[int32]int64 {
 	t.Helper()
-	ends, err := kadmClient(t, addr).ListEndOffsets(ctxT(t, 10*time.Second), topic)
+	ends, err := kadmFor(t, addr).ListEndOffsets(ctxT(t, 10*time.Second), topic)
 	if err != nil {
 		t.Fatalf("ListEndOffsets: %v", err)
 	}
