@@ -151,9 +151,21 @@ func TestConfluentKafkaAdmin(t *testing.T) {
 	if r := steps["create_topics_again"]["result"]; r != "TOPIC_ALREADY_EXISTS" {
 		t.Fatalf("create_topics of an existing topic: %v, want TOPIC_ALREADY_EXISTS", r)
 	}
+	// userTopics drops the broker's internal topics (__consumer_offsets
+	// and the like), which Kafka lists too.
+	userTopics := func(list any) string {
+		var names []string
+		for _, x := range list.([]any) {
+			if s := fmt.Sprint(x); !strings.HasPrefix(s, "__") {
+				names = append(names, s)
+			}
+		}
+		sort.Strings(names)
+		return strings.Join(names, ",")
+	}
 	lt := steps["list_topics"]
-	if got := fmt.Sprint(lt["result"]); got != fmt.Sprint([]any{topic, "other"}) {
-		t.Fatalf("list_topics = %v, want [%s other]", got, topic)
+	if got := userTopics(lt["result"]); got != topic+",other" {
+		t.Fatalf("list_topics = %v, want %s and other", lt["result"], topic)
 	}
 	if fmt.Sprint(lt["brokers"]) != "[0]" || lt["controller"] != float64(0) {
 		t.Fatalf("list_topics brokers %v controller %v, want node 0 as both", lt["brokers"], lt["controller"])
@@ -180,14 +192,8 @@ func TestConfluentKafkaAdmin(t *testing.T) {
 	if g := gs[0].(map[string]any); g["id"] != "confluent-admin-g" || g["state"] != "Empty" || g["members"] != float64(0) || g["error"] != nil {
 		t.Fatalf("list_groups = %v, want confluent-admin-g Empty with no members", g)
 	}
-	after, _ := steps["list_topics_after_delete"]["result"].([]any)
-	var names []string
-	for _, x := range after {
-		names = append(names, fmt.Sprint(x))
-	}
-	sort.Strings(names)
-	if strings.Join(names, ",") != "other" {
-		t.Fatalf("list_topics after delete_topics = %v, want [other]", names)
+	if got := userTopics(steps["list_topics_after_delete"]["result"]); got != "other" {
+		t.Fatalf("list_topics after delete_topics = %v, want other", steps["list_topics_after_delete"]["result"])
 	}
 }
 

@@ -187,6 +187,8 @@ async function deleteRecords () {
   const a = kafka.admin()
   await a.connect()
   try {
+    // deleteTopicRecords looks the leaders up in metadata it does not load.
+    await a.fetchTopicMetadata({ topics: [args.topic] })
     await a.deleteTopicRecords({ topic: args.topic, partitions: [{ partition: 0, offset: String(args.offset) }] })
     out({ step: 'fetchTopicOffsets', result: await a.fetchTopicOffsets(args.topic) })
   } finally {
