@@ -64,7 +64,9 @@ func TestTopicCommands(t *testing.T) {
 		t.Fatalf("create printed %q", r.stdout)
 	}
 	ok(t, "", "topic", "create", "after", "-p", "3", "--config", "segment.bytes=1048576", "-b", addr)
-	ok(t, "", "-b", addr, "topic", "create", "--partitions=1", "first", "second")
+	if r := ok(t, "", "-b", addr, "topic", "create", "--partitions=1", "first", "second"); r.stdout != "created first (1 partition)\ncreated second (1 partition)\n" {
+		t.Fatalf("create of one-partition topics printed %q", r.stdout)
+	}
 
 	r = ok(t, "", "topic", "list", "-b", addr)
 	want := "NAME    PARTITIONS  REPLICAS\nafter   3           1\nbefore  2           1\nfirst   1           1\nsecond  1           1\n"
@@ -351,10 +353,13 @@ func TestUsage(t *testing.T) {
 	}
 	fails(t, 2, `unknown command "topc" for "sluice"; did you mean topic?`, "", "topc")
 	fails(t, 2, `unknown command "lst" for "sluice topic"`, "", "topic", "lst")
-	fails(t, 2, "missing subcommand", "")
+	if r := fails(t, 2, "sluice: missing subcommand\n", ""); strings.Contains(r.stderr, "sluice: sluice") {
+		t.Errorf("root without a command: stderr %q names sluice twice", r.stderr)
+	}
+	fails(t, 2, "sluice: topic: missing subcommand\n", "", "topic")
 	fails(t, 2, "unknown flag: --bogus", "", "topic", "list", "--bogus")
 	fails(t, 2, `invalid argument "soon" for "--timeout"`, "", "topic", "list", "--timeout", "soon")
-	fails(t, 2, "want no arguments", "", "topic", "list", "extra")
+	fails(t, 2, `sluice: topic list: want no arguments, got 1 argument(s) ["extra"]`, "", "topic", "list", "extra")
 }
 
 // TestCompletion checks that each shell's completion script is generated.
