@@ -40,10 +40,12 @@ beats the default.`,
 	fs.StringVar(&o.data, "data", broker.DefaultDataDir, "data directory")
 	fs.StringVar(&o.listen, "listen", broker.DefaultListenAddr, "address to listen on")
 	fs.StringVar(&o.advertise, "advertise", "", "address clients are told to connect to (default the listen address)")
-	fs.StringVar(&o.fsync, "fsync", "always", "fsync policy: always (acks=all means fsynced), interval (every second), never (tests only)")
+	choiceVar(fs, &o.fsync, "fsync", "always", "want always, interval or never",
+		"fsync policy: always (acks=all means fsynced), interval (every second), never (tests only)", oneOf("always", "interval", "never"))
 	fs.BoolVar(&o.autoCreate, "auto-create", true, "create unknown topics on metadata requests")
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
-	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	choiceVar(fs, &o.logLevel, "log-level", "info", "want debug, info, warn or error", "debug, info, warn or error",
+		func(v string) bool { var l slog.Level; return l.UnmarshalText([]byte(v)) == nil })
 	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")

@@ -166,11 +166,13 @@ func TestServeRejectsBadConfig(t *testing.T) {
 	}{
 		{[]string{"SLUICE_PARTITIONS=many"}, "serve", `SLUICE_PARTITIONS="many": want an integer`},
 		{[]string{"SLUICE_AUTO_CREATE=maybe"}, "serve", `SLUICE_AUTO_CREATE="maybe": want true or false`},
-		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
+		{nil, "serve --fsync sometimes", `invalid argument "sometimes" for "--fsync" flag: want always, interval or never`},
+		{[]string{"SLUICE_FSYNC=sometimes"}, "serve", `SLUICE_FSYNC="sometimes": want always, interval or never`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
 		{[]string{"SLUICE_CONFIG=/nonexistent/sluice.yaml"}, "serve", `config file: open /nonexistent/sluice.yaml`},
-		{nil, "serve --log-format yaml", `--log-format "yaml": want text or json`},
+		{nil, "serve --log-format yaml", `invalid argument "yaml" for "--log-format" flag: want text or json`},
+		{nil, "serve --log-level loud", `invalid argument "loud" for "--log-level" flag: want debug, info, warn or error`},
 		{[]string{"SLUICE_HTTP_ADMIN=sure"}, "serve", `SLUICE_HTTP_ADMIN="sure": want true or false`},
 	}
 	for _, c := range cases {
