@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sluice/broker"
 	"sluice/broker/brokertest"
 )
 
@@ -341,6 +343,18 @@ func TestDeadBroker(t *testing.T) {
 	silent := ln.Addr().String()
 	for _, args := range [][]string{{"topic", "list"}, {"produce", "-t", "x"}} {
 		fails(t, 1, "no answer from "+silent+" within 200ms", "a\n", append(args, "-b", silent, "--timeout", "200ms")...)
+	}
+}
+
+// TestProduceRefusedUntilTimeout checks that records a broker keeps
+// refusing with a retriable error fail after --timeout with a message
+// that says what may have happened.
+func TestProduceRefusedUntilTimeout(t *testing.T) {
+	addr := brokertest.Start(t, broker.DiskLowWatermark(math.MaxInt64)).Addr()
+	ok(t, "", "topic", "create", "full", "-b", addr)
+	r := fails(t, 1, "1 of 1 records failed: records have timed out", "x\n", "produce", "-t", "full", "-b", addr, "--timeout", "1s")
+	if !strings.Contains(r.stderr, "KAFKA_STORAGE_ERROR") {
+		t.Fatalf("stderr %q does not name the likely cause", r.stderr)
 	}
 }
 
