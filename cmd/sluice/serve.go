@@ -97,6 +97,9 @@ func serve(ctx context.Context, o serveOptions) error {
 		return usagef("serve: %w", err)
 	}
 	slog.SetDefault(logger) // code that logs through slog's default logger writes the same format
+	if o.http.logRequests && level > slog.LevelDebug {
+		logger.Warn("--log-requests logs each request at debug level: add --log-level debug to see them", "log-level", level.String())
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -190,3 +190,14 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestServeLogRequestsNeedsDebug checks that --log-requests without
+// --log-level debug says why no request lines appear.
+func TestServeLogRequestsNeedsDebug(t *testing.T) {
+	addr := freeAddr(t)
+	cmd, stderr := startServeArgs(t, addr, nil, "serve", "--data", t.TempDir(), "--listen", addr, "--log-requests")
+	stopServe(t, cmd, stderr)
+	if !strings.Contains(stderr.String(), "add --log-level debug to see them") {
+		t.Fatalf("no hint about --log-level debug:\n%s", stderr.String())
+	}
+}
