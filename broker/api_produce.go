@@ -123,6 +123,16 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
 	}
+	// Kafka's leader stamps its leader epoch on every batch it appends,
+	// whatever the producer sent (librdkafka sends 0, franz-go and Java
+	// -1); Sluice's is always 0 (Metadata says so). Consumers order
+	// commits by (epoch, offset): franz-go skipped commits of a -1 batch
+	// after a 0 one as going backwards. The field is outside the CRC.
+	for i, pos := 0, 0; i < len(hs); i++ {
+		batch.SetPartitionLeaderEpoch(records[pos:], 0)
+		hs[i].PartitionLeaderEpoch = 0
+		pos += hs[i].Size()
+	}
 	// validateBatches parsed these bytes once (CRC32C included); its
 	// headers travel with them to storage, which reads them no more.
 	req := &acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
