@@ -44,8 +44,10 @@ func newRootCmd() *cobra.Command {
 		Long: `Sluice is a durable, Kafka-wire-compatible streaming log in one binary.
 
 "sluice serve" runs a broker. The client commands (topic, produce,
-consume, group) work against Sluice, Kafka or Redpanda: they take
--b/--brokers (env SLUICE_BROKERS, default 127.0.0.1:9092) and --timeout.`,
+consume, group, bench) work against Sluice, Kafka or Redpanda: they take
+-b/--brokers (env SLUICE_BROKERS, default 127.0.0.1:9092) and --timeout.
+"sluice mirror" copies between two clusters (--from, --to); "sluice
+repair" checks a stopped broker's data directory.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
