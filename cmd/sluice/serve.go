@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -46,6 +47,7 @@ beats the default.`,
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
 	choiceVar(fs, &o.logLevel, "log-level", "info", "want debug, info, warn or error", "debug, info, warn or error",
 		func(v string) bool { var l slog.Level; return l.UnmarshalText([]byte(v)) == nil })
+	fs.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", broker.DefaultTransactionMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
@@ -66,6 +68,7 @@ type serveOptions struct {
 	autoCreate              bool
 	partitions              int
 	logLevel                string
+	txnMaxTimeout           time.Duration
 	diskLow                 int64
 	http                    *serveHTTP
 }
@@ -87,6 +90,9 @@ func serve(ctx context.Context, o serveOptions) error {
 		policy = acceptor.FsyncNever
 	default:
 		return usagef("serve: --fsync %q: want always, interval or never", o.fsync)
+	}
+	if o.txnMaxTimeout <= 0 {
+		return usagef("serve: --transaction-max-timeout %v: want a positive duration", o.txnMaxTimeout)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -112,6 +118,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.DefaultPartitions(int32(o.partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
+		broker.TransactionMaxTimeout(o.txnMaxTimeout),
 		broker.PartitionMetrics(o.http.partitionMetrics),
 		broker.LogRequests(o.http.logRequests),
 	}

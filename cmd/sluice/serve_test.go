@@ -170,6 +170,7 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{[]string{"SLUICE_FSYNC=sometimes"}, "serve", `SLUICE_FSYNC="sometimes": want always, interval or never`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
+		{nil, "serve --transaction-max-timeout 0s", `--transaction-max-timeout 0s: want a positive duration`},
 		{[]string{"SLUICE_CONFIG=/nonexistent/sluice.yaml"}, "serve", `config file: open /nonexistent/sluice.yaml`},
 		{nil, "serve --log-format yaml", `invalid argument "yaml" for "--log-format" flag: want text or json`},
 		{nil, "serve --log-level loud", `invalid argument "loud" for "--log-level" flag: want debug, info, warn or error`},
