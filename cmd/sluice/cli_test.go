@@ -399,3 +399,43 @@ func sortedLines(s string) string {
 	slices.Sort(lines)
 	return strings.Join(lines, "")
 }
+
+// TestConsumeCorruptBatch checks that a CRC error while consuming points
+// to sluice repair. The broker is restarted after a clean shutdown, so
+// it does not rescan the log and serves the damaged batch.
+func TestConsumeCorruptBatch(t *testing.T) {
+	dir := t.TempDir()
+	start := func() *broker.Broker {
+		b, err := broker.New(broker.DataDir(dir), broker.ListenAddr("127.0.0.1:0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := start()
+	ok(t, "", "topic", "create", "dmg", "-b", b.Addr())
+	ok(t, strings.Repeat("v", 64)+"\n", "produce", "-t", "dmg", "-b", b.Addr())
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "topics", "dmg", "0", "00000000000000000000.log")
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(strings.Repeat("v", 64)))
+	if i < 0 {
+		t.Fatalf("value not found in %s", seg)
+	}
+	data[i+10] = 'x'
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b = start()
+	defer b.Close()
+	fails(t, 1, "sluice repair --data DIR --topic dmg --partition 0", "", "consume", "-t", "dmg", "-e", "-b", b.Addr())
+}
