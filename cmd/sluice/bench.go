@@ -172,7 +172,7 @@ func newBenchConsumeCmd() *cobra.Command {
 			cfg.Progress = cmd.ErrOrStderr()
 			res, err := bench.Consume(ctx, c.cl, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("bench consume: %w", err)
 			}
 			return common.report(cmd.OutOrStdout(), "consume", res)
 		},

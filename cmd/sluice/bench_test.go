@@ -47,6 +47,14 @@ func TestBenchCommand(t *testing.T) {
 	}
 
 	cmd := newBenchCmd()
+	cmd.SetArgs([]string{"consume", "-b", b.Addr(), "-t", "nope"})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	if err := cmd.Execute(); err == nil || err.Error() != `bench consume: topic "nope" does not exist (bench produce -t nope fills it)` {
+		t.Fatalf("bench consume of a missing topic: %v", err)
+	}
+
+	cmd = newBenchCmd()
 	cmd.SetArgs([]string{"produce", "-b", b.Addr(), "--acks", "some"})
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
