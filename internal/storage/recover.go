@@ -343,10 +343,11 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment,
 			if kind == stopIO {
 				return nil, false, fmt.Errorf("storage: recover %s: %w", path, cause)
 			}
-			return nil, false, &CorruptionError{
-				Segment: path, Offset: s.next, Position: end, Err: cause,
-				Broken: l.copyAside(path, size),
+			ce := &CorruptionError{Segment: path, Offset: s.next, Position: end, Err: cause}
+			if !l.cfg.noCopy {
+				ce.Broken = l.copyAside(path, size)
 			}
+			return nil, false, ce
 		}
 		// A torn tail: the end of a write that never completed. Nothing
 		// after it was acknowledged as durable, so it is cut off.
