@@ -69,6 +69,7 @@ func listOffset(p *partition, ts int64) (offset, timestamp int64, err error) {
 		if off < 0 || off >= hw {
 			return -1, -1, nil
 		}
+		off = max(off, p.log.StartOffset())
 		found, at, err := findRecord(p, off, hw, func(rts int64) bool { return rts == maxTs })
 		if err != nil {
 			return 0, 0, err
@@ -85,6 +86,7 @@ func listOffset(p *partition, ts int64) (offset, timestamp int64, err error) {
 	if err != nil {
 		return 0, 0, storageErr(err)
 	}
+	off = max(off, p.log.StartOffset()) // DeleteRecords may have cut into the batch found
 	if off >= hw {
 		return -1, -1, nil
 	}

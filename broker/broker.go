@@ -48,6 +48,9 @@ type Broker struct {
 	// held across their file I/O. Readers of topics take only mu.
 	adminMu sync.Mutex
 	cluster clusterMeta // guarded by adminMu
+	// dyn is the dynamic broker configuration; stored under adminMu,
+	// loaded by anyone (see dynamic).
+	dyn atomic.Pointer[dynamicConfig]
 
 	mu     sync.RWMutex      // guards topics, byID, conns, ln, addr and adv
 	topics map[string]*topic // by name; a topic value's fields never change (see topic)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"sluice/internal/batch"
 	"sluice/internal/vfs"
@@ -27,9 +28,14 @@ type Log struct {
 	dir string
 	cfg Config
 
-	mu     sync.RWMutex // guards segs, closed, and the "guarded by Log.mu" fields of each segment
+	mu     sync.RWMutex // guards segs, closed, start, and the "guarded by Log.mu" fields of each segment
 	segs   []*segment   // oldest first; the last is the active segment
 	closed bool
+	start  int64 // set by DeleteRecordsBefore; the log start offset is max(segs[0].base, start)
+
+	startMu sync.Mutex // serializes DeleteRecordsBefore (held across its file I/O; taken before mu)
+
+	nextCfg atomic.Pointer[Config] // set by SetConfig, adopted by the writer
 
 	failMu sync.Mutex // guards failed; taken alone, never with mu
 	failed error      // the first write-path failure; refuses writes after it
@@ -72,7 +78,7 @@ func (l *Log) StartOffset() int64 {
 	if len(l.segs) == 0 {
 		return 0
 	}
-	return l.segs[0].base
+	return l.startLocked()
 }
 
 // Size is the number of bytes stored in every segment.
@@ -138,6 +144,7 @@ func (l *Log) Append(buf []byte) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
+	l.adoptConfig()
 	if len(buf) == 0 {
 		return nil
 	}

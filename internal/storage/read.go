@@ -23,7 +23,7 @@ func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
 		l.mu.RUnlock()
 		return Slice{}, ErrClosed
 	}
-	start, end := l.segs[0].base, l.active().next
+	start, end := l.startLocked(), l.active().next
 	if offset < start || offset > end {
 		l.mu.RUnlock()
 		return Slice{}, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)

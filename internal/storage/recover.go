@@ -33,6 +33,10 @@ type RecoveryReport struct {
 	// FilesRemoved counts leftover temporary files and indexes without a
 	// segment that Open deleted.
 	FilesRemoved int
+	// StartOffsetIgnored says why a log-start-offset file could not be
+	// read ("" when it was read or absent); the first segment's base is
+	// the start offset then.
+	StartOffsetIgnored string
 }
 
 // scanChunk is how much recovery reads from a segment at once.
@@ -228,6 +232,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		l.segs = append(l.segs, s)
 	}
 	r.Segments = len(l.segs)
+	l.loadStartOffset()
 
 	// The checkpoint is removed before any write: if this process crashes,
 	// the next Open must not trust it.

@@ -17,6 +17,10 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 	if err := l.checkWritable(); err != nil {
 		return 0, err
 	}
+	l.adoptConfig()
+	l.mu.RLock()
+	start := l.start
+	l.mu.RUnlock()
 	cutoff := int64(0)
 	byAge := l.cfg.RetentionAge > 0
 	if byAge {
@@ -30,7 +34,8 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 		s := l.segs[0]
 		old := byAge && s.maxTs != noTimestamp && s.maxTs < cutoff
 		big := l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
-		if !old && !big {
+		deleted := s.next <= start // below the start DeleteRecordsBefore set
+		if !old && !big && !deleted {
 			break
 		}
 		// Unlist first so no new reader finds it, then delete the files.
