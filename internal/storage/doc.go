@@ -8,6 +8,7 @@
 //	00000000000000012345.log        next segment, named by its base offset
 //	...
 //	clean-shutdown                  checkpoint, present only while closed cleanly
+//	log-start-offset                start offset set by DeleteRecordsBefore (see startoffset.go)
 //	00000000000000000000.log.broken copy of a segment found corrupt (kept for an operator)
 //
 // # Segment files
