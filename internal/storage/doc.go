@@ -98,8 +98,15 @@
 // ApplyRetention removes whole segments from the oldest, never the
 // active one: while a segment's newest batch is older than
 // Config.RetentionAge, or the log without it still holds at least
-// Config.RetentionBytes. The log start offset is the first remaining
-// segment's base offset. Each removal is followed by a directory sync.
+// Config.RetentionBytes, or it lies wholly below the log start offset.
+// Each removal is followed by a directory sync.
+//
+// The log start offset is the first remaining segment's base offset, or
+// the offset DeleteRecordsBefore set if that is higher: it writes the new
+// start to log-start-offset (synced, renamed, directory synced) before it
+// takes effect, and Open reads it back (clamped to the log). SetConfig
+// changes the segment and retention limits of an open log; the writer
+// adopts them at its next Append or ApplyRetention.
 //
 // # Concurrency
 //
