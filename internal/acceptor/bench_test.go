@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sluice/internal/batch"
 	"sluice/internal/storage"
 	"sluice/internal/storage/storagetest"
 	"sluice/internal/vfs"
@@ -26,7 +27,10 @@ type countingLog struct {
 	syncNanos     atomic.Int64 // time spent in Sync
 }
 
-func (c *countingLog) Append(b []byte) error { c.writes.Add(1); return c.Log.Append(b) }
+func (c *countingLog) Append(b []byte, hs []batch.Header) error {
+	c.writes.Add(1)
+	return c.Log.Append(b, hs)
+}
 
 func (c *countingLog) Sync() error {
 	c.syncs.Add(1)
@@ -128,9 +132,15 @@ func benchAcceptor(b *testing.B, size int, fsync, coalesce, durable bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Validated: the broker checks each batch's CRC while
-			// validating the produce request, before the append.
-			req := &Request{Batches: append([]byte(nil), tmpl...), Records: 1, Durable: durable, Validated: true}
+			// Headers: the broker parses each batch once, CRC32C
+			// included, while validating the produce request.
+			h, err := batch.Validate(tmpl)
+			if err != nil {
+				e := err
+				failed.Store(&e)
+				return
+			}
+			req := &Request{Batches: append([]byte(nil), tmpl...), Headers: []batch.Header{h}, Records: 1, Durable: durable}
 			for n.Add(1) <= int64(b.N) {
 				if _, err := a.Append(context.Background(), req); err != nil {
 					e := err // taking err's address would move it to the heap on every append

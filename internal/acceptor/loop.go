@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"sluice/internal/batch"
 	"sluice/internal/storage"
 )
 
@@ -17,11 +18,13 @@ type runState struct {
 	written int64 // every offset below it has been written to the log
 	synced  int64 // every offset below it has been fsynced
 
-	buf       []byte    // coalescing buffer, capacity cfg.BufferSize, reused
-	pending   []*waiter // appends written by the next write: copied into buf, or about to be written as-is
-	unsynced  []*waiter // written durable appends waiting for fsync (FsyncAlways)
-	sinceSync int       // appends written since the last fsync started
-	failed    *failure  // set once; every later append fails with it
+	buf       []byte         // coalescing buffer, capacity cfg.BufferSize, reused
+	bufHdrs   []batch.Header // headers of the batches in buf, in order
+	scratch   []batch.Header // headers of a request the acceptor parsed itself
+	pending   []*waiter      // appends written by the next write: copied into buf, or about to be written as-is
+	unsynced  []*waiter      // written durable appends waiting for fsync (FsyncAlways)
+	sinceSync int            // appends written since the last fsync started
+	failed    *failure       // set once; every later append fails with it
 
 	// The fsync runs on the sync goroutine (syncLoop), so the run
 	// goroutine keeps taking and writing appends meanwhile. At most one
@@ -133,7 +136,7 @@ func (a *Acceptor) loop() {
 // whether it did anything.
 func (r *runState) idle() bool {
 	if len(r.pending) > 0 {
-		r.write(r.buf)
+		r.write(r.buf, r.bufHdrs)
 		return true
 	}
 	if r.cfg.Policy == FsyncAlways && r.failed == nil && r.written > r.synced && !r.syncing {
@@ -150,7 +153,7 @@ func (r *runState) onFlushTick() {
 		return
 	}
 	if len(r.pending) > 0 {
-		r.write(r.buf)
+		r.write(r.buf, r.bufHdrs)
 	}
 	if r.failed == nil && r.written > r.synced && !r.syncing {
 		r.startSync()
@@ -187,7 +190,10 @@ func (r *runState) handle(w *waiter) {
 		return
 	}
 	req := w.req
-	records, err := countRecords(req)
+	hs, records, err := headers(req, r.scratch)
+	if req.Headers == nil {
+		r.scratch = hs[:0]
+	}
 	if err != nil {
 		r.release(w, err)
 		return
@@ -207,7 +213,7 @@ func (r *runState) handle(w *waiter) {
 			return
 		}
 	}
-	assignOffsets(req.Batches, base)
+	assignOffsets(req.Batches, hs, base)
 	r.next += records
 	w.res.BaseOffset, w.end = base, r.next
 
@@ -218,23 +224,24 @@ func (r *runState) handle(w *waiter) {
 		// buffer on its own, or nothing else is waiting to share a write
 		// with it.
 		if len(r.pending) > 0 {
-			r.write(r.buf)
+			r.write(r.buf, r.bufHdrs)
 			if r.failed != nil {
 				r.release(w, r.failed)
 				return
 			}
 		}
 		r.pending = append(r.pending, w)
-		r.write(req.Batches)
+		r.write(req.Batches, hs)
 	default:
 		if len(r.buf)+n > cap(r.buf) {
-			r.write(r.buf) // full: write it; this append starts the emptied buffer
+			r.write(r.buf, r.bufHdrs) // full: write it; this append starts the emptied buffer
 		}
 		if r.failed != nil {
 			r.release(w, r.failed)
 			return
 		}
 		r.buf = append(r.buf, req.Batches...)
+		r.bufHdrs = append(r.bufHdrs, hs...)
 		r.freed(w)
 		r.pending = append(r.pending, w)
 	}
@@ -254,18 +261,18 @@ func (r *runState) track(w *waiter) {
 	}
 }
 
-// write appends b (the buffer, or one append's own bytes) to the log and
-// settles the pending appends it holds.
-func (r *runState) write(b []byte) {
+// write appends b (the buffer, or one append's own bytes), whose batch
+// headers are hs, to the log and settles the pending appends it holds.
+func (r *runState) write(b []byte, hs []batch.Header) {
 	if len(r.pending) == 0 {
 		return
 	}
 	var err error
 	if len(b) > 0 {
-		err = r.a.log.Append(b)
+		err = r.a.log.Append(b, hs)
 		r.cfg.Metrics.write(len(b), len(r.pending))
 	}
-	r.buf = r.buf[:0]
+	r.buf, r.bufHdrs = r.buf[:0], r.bufHdrs[:0]
 	pending := r.pending
 	r.pending = r.pending[:0]
 	if err != nil {
@@ -361,7 +368,7 @@ func (r *runState) fail(err error) {
 			list[i] = nil
 		}
 	}
-	r.pending, r.unsynced, r.buf = r.pending[:0], r.unsynced[:0], r.buf[:0]
+	r.pending, r.unsynced, r.buf, r.bufHdrs = r.pending[:0], r.unsynced[:0], r.buf[:0], r.bufHdrs[:0]
 }
 
 // shutdown runs when Close is called and no more appends can be queued:
@@ -378,7 +385,7 @@ func (r *runState) shutdown() {
 		break
 	}
 	healthy := r.failed == nil
-	r.write(r.buf)
+	r.write(r.buf, r.bufHdrs)
 	r.syncNow()
 	close(r.syncReq)
 	<-r.syncExited
