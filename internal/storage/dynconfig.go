@@ -15,12 +15,14 @@ func (l *Log) SetConfig(c Config) error {
 }
 
 // adoptConfig installs a configuration passed to SetConfig. Only the
-// writer calls it.
+// writer calls it. It writes only the fields SetConfig changes, so
+// IndexInterval and Now, fixed at Open, may be read by other goroutines
+// (the cleaner) without a lock.
 func (l *Log) adoptConfig() {
 	c := l.nextCfg.Swap(nil)
 	if c == nil {
 		return
 	}
-	c.IndexInterval, c.Now = l.cfg.IndexInterval, l.cfg.Now
-	l.cfg = *c
+	l.cfg.SegmentBytes, l.cfg.SegmentAge = c.SegmentBytes, c.SegmentAge
+	l.cfg.RetentionBytes, l.cfg.RetentionAge = c.RetentionBytes, c.RetentionAge
 }

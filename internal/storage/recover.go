@@ -37,6 +37,12 @@ type RecoveryReport struct {
 	// read ("" when it was read or absent); the first segment's base is
 	// the start offset then.
 	StartOffsetIgnored string
+	// CompactionSwapRecovered: Open finished (or discarded) a compaction
+	// swap a crash interrupted.
+	CompactionSwapRecovered bool
+	// CleanerCheckpointIgnored says why cleaner-checkpoint could not be
+	// read; the next compaction pass starts from the log start then.
+	CleanerCheckpointIgnored string
 }
 
 // scanChunk is how much recovery reads from a segment at once.
@@ -164,11 +170,16 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
 	}
+	swapped, err := recoverSwap(fs, dir)
+	if err != nil {
+		return nil, err
+	}
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", dir, err)
 	}
 	l := &Log{fs: fs, dir: dir, cfg: cfg}
+	l.report.CompactionSwapRecovered = swapped
 	r := &l.report
 	dirty := false // a directory entry changed and needs SyncDir
 
@@ -233,6 +244,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	}
 	r.Segments = len(l.segs)
 	l.loadStartOffset()
+	l.loadCleanMarks()
 
 	// The checkpoint is removed before any write: if this process crashes,
 	// the next Open must not trust it.

@@ -18,6 +18,10 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 		return 0, err
 	}
 	l.adoptConfig()
+	if !l.cleanMu.TryLock() {
+		return 0, nil // a compaction pass is rewriting segments; retention runs next time
+	}
+	defer l.cleanMu.Unlock()
 	l.mu.RLock()
 	start := l.start
 	l.mu.RUnlock()
