@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/cleaner"
 	"sluice/internal/groups"
 	"sluice/internal/vfs"
 )
@@ -61,6 +62,10 @@ type Broker struct {
 	adv    hostPort
 
 	groups *groups.Coordinator // opened by Start; nil before
+
+	// cleaner compacts the logs of compacted topics; started by New,
+	// closed by Close before the partitions.
+	cleaner *cleaner.Cleaner
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
@@ -121,6 +126,7 @@ func New(opts ...Opt) (*Broker, error) {
 		b.stop()
 		return nil, err
 	}
+	b.startCleaner()
 	return b, nil
 }
 
@@ -298,6 +304,9 @@ func (b *Broker) Close() error {
 			if err := g.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))
 			}
+		}
+		if err := b.cleaner.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
 		errs = append(errs, b.closePartitions())
 		b.closeErr = errors.Join(errs...)

@@ -308,4 +308,7 @@ func (b *Broker) publishConfig(t *topic, conf topicConfig) {
 			b.cfg.logger.Warn("partition config not applied", "topic", t.name, "partition", p.index, "err", err)
 		}
 	}
+	if conf.compact && b.cleaner != nil {
+		b.cleaner.Wake()
+	}
 }

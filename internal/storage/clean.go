@@ -30,10 +30,11 @@ import (
 //     copied byte for byte; one that loses some is re-encoded by package
 //     batch with the same base offset, last offset delta, producer fields
 //     and codec; one that loses all is kept empty if it is its producer's
-//     last batch (so idempotent-producer state survives a restart), and
-//     otherwise folded into an empty filler batch spanning the removed
-//     offsets, so the offsets of a segment stay contiguous, as recovery
-//     and readers expect. Control batches are kept.
+//     last batch (so idempotent-producer state survives a restart), as
+//     Kafka does, and otherwise dropped. Offsets then have gaps, within a
+//     cleaned segment and between segments; readers are handed the next
+//     batch after a gap, and recovery accepts gaps in sealed segments.
+//     Control batches are kept.
 //   - Each group is swapped in by the crash-safe protocol in cleanswap.go.
 //     Readers that hold a slice of a replaced segment keep reading its
 //     old bytes: the replaced segments stay open until the next pass
@@ -220,12 +221,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	if l.closing.Load() {
 		return res, ErrClosed
 	}
-	// Segments replaced by the previous pass: any reader that held one
-	// has long finished.
-	for _, s := range l.retired {
-		s.release()
-	}
-	l.retired = nil
+	l.releaseRetired(time.Now())
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
@@ -414,17 +410,14 @@ func (p *pass) cleanGroup(g []sealedView) error {
 			return err
 		}
 	}
-	if err := w.flushFiller(); err != nil {
-		return err
-	}
 	if !changed {
 		return nil
 	}
 	if err := w.flush(); err != nil {
 		return err
 	}
-	if ns.next != g[len(g)-1].next {
-		return fmt.Errorf("storage: compaction of %s ends at offset %d, not %d", final, ns.next, g[len(g)-1].next)
+	if ns.next > g[len(g)-1].next {
+		return fmt.Errorf("storage: compaction of %s ends at offset %d, past %d", final, ns.next, g[len(g)-1].next)
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("storage: compaction: sync %s: %w", tmp, err)
@@ -481,9 +474,34 @@ func (l *Log) replaceSegments(g []sealedView, ns *segment) error {
 		return fmt.Errorf("storage: compaction: segments of %s changed during the pass", ns.path)
 	}
 	for _, v := range g {
-		l.retired = append(l.retired, v.s)
+		l.retired = append(l.retired, retiredSegment{s: v.s, at: time.Now()})
 	}
 	return nil
+}
+
+// RetireDelay is how long a segment replaced by compaction stays open
+// for readers that took a Slice of it before the swap (a fetch between
+// Read and WriteTo). The caller holds cleanMu.
+const RetireDelay = time.Minute
+
+// retiredSegment is a replaced segment kept open for earlier readers.
+type retiredSegment struct {
+	s  *segment
+	at time.Time
+}
+
+// releaseRetired drops the log's reference to segments replaced at least
+// RetireDelay before now. The caller holds cleanMu.
+func (l *Log) releaseRetired(now time.Time) {
+	keep := l.retired[:0]
+	for _, r := range l.retired {
+		if now.Sub(r.at) >= RetireDelay {
+			r.s.release()
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	l.retired = keep
 }
 
 // segWriter builds a cleaned segment.
@@ -493,18 +511,11 @@ type segWriter struct {
 	interval int64
 	out      []byte // bytes not yet written to the file
 	pos      int64  // file position of out[0]
-	// A run of removed batches not yet written as a filler.
-	fillFrom, fillTo int64 // offsets [fillFrom, fillTo]; fillFrom < 0: none
-	fillTs           int64
-	started          bool
 }
 
 // batch handles one batch of an old segment; changed reports that its
 // bytes differ from the original.
 func (w *segWriter) batch(h batch.Header, raw []byte) (changed bool, err error) {
-	if !w.started {
-		w.fillFrom, w.started = -1, true
-	}
 	if h.Control() {
 		return false, w.emit(raw)
 	}
@@ -523,16 +534,7 @@ func (w *segWriter) batch(h batch.Header, raw []byte) (changed bool, err error) 
 	case kept == total:
 		return false, w.emit(raw)
 	case kept == 0 && !(h.ProducerID >= 0 && w.p.lastOfPID[h.ProducerID] == h.BaseOffset):
-		if w.fillFrom >= 0 && h.LastOffset()-w.fillFrom > maxFillerSpan {
-			if err := w.flushFiller(); err != nil {
-				return true, err
-			}
-		}
-		if w.fillFrom < 0 {
-			w.fillFrom, w.fillTs = h.BaseOffset, h.MaxTimestamp
-		}
-		w.fillTo, w.fillTs = h.LastOffset(), max(w.fillTs, h.MaxTimestamp)
-		return true, nil
+		return true, nil // dropped whole: its offsets become a gap
 	}
 	nb, err := batch.Rewrite(nil, &h, raw, func(r *batch.Record) bool {
 		return w.p.keep(r, h.BaseOffset+int64(r.OffsetDelta))
@@ -543,38 +545,12 @@ func (w *segWriter) batch(h batch.Header, raw []byte) (changed bool, err error) 
 	return true, w.emit(nb)
 }
 
-// maxFillerSpan bounds a filler batch's last offset delta (int32).
-const maxFillerSpan = 1<<31 - 1
-
-// flushFiller writes the pending run of removed batches as one empty
-// batch covering their offsets, without a producer.
-func (w *segWriter) flushFiller() error {
-	if w.fillFrom < 0 {
-		return nil
-	}
-	prm := batch.Params{BaseOffset: w.fillFrom, LastOffsetDelta: int32(w.fillTo - w.fillFrom),
-		BaseTimestamp: w.fillTs, MaxTimestamp: w.fillTs}.NoProducer()
-	b, err := batch.Append(nil, &prm, nil)
-	if err != nil {
-		return fmt.Errorf("storage: compaction: filler batch: %w", err)
-	}
-	w.fillFrom = -1
-	return w.emitRaw(b)
-}
-
 func (w *segWriter) emit(b []byte) error {
-	if err := w.flushFiller(); err != nil {
-		return err
-	}
-	return w.emitRaw(b)
-}
-
-func (w *segWriter) emitRaw(b []byte) error {
 	h, err := batch.ParseHeader(b)
 	if err != nil {
 		return err
 	}
-	if h.BaseOffset != w.ns.next {
+	if h.BaseOffset < w.ns.next {
 		return fmt.Errorf("storage: compaction: batch at offset %d where %d was expected", h.BaseOffset, w.ns.next)
 	}
 	w.ns.observe(&h, w.pos+int64(len(w.out)), w.interval)

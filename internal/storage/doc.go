@@ -17,7 +17,9 @@
 // appended: the broker fills in the base offset (outside the CRC) and
 // nothing else changes, so a fetch hands file regions to sendfile. Offsets
 // are contiguous: each batch's base offset is the previous batch's last
-// offset + 1, and the first batch's is the base offset in the file name.
+// offset + 1, and the first batch's is the base offset in the file name,
+// except in sealed segments that compaction rewrote (clean.go), where
+// removed batches leave gaps: offsets only increase.
 // Only the last segment (the active one) is written; it is rolled when an
 // append would take it past Config.SegmentBytes or when its first batch
 // is older than Config.SegmentAge. Rolling syncs the segment, writes its

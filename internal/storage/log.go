@@ -40,14 +40,14 @@ type Log struct {
 	// cleanMu serializes compaction passes (Clean, CleanStats) with
 	// retention (which skips its turn while a pass runs) and Close. It is
 	// taken before mu and held across the pass's file I/O.
-	cleanMu     sync.Mutex
-	marks       []cleanMark // guarded by cleanMu: compaction history (cleaner-checkpoint)
+	cleanMu sync.Mutex
+	marks   []cleanMark // guarded by cleanMu: compaction history (cleaner-checkpoint)
 	// tombstonesDue (unix ms, guarded by cleanMu) is when the earliest
 	// tombstone kept by a pass may be dropped; 0 when none was kept.
 	tombstonesDue int64
-	retired     []*segment  // guarded by cleanMu: segments replaced by the last pass, released by the next or Close
-	cleanBroken error       // guarded by cleanMu: a swap left for recovery; no further pass until reopened
-	closing     atomic.Bool // set first by Close: a running pass aborts
+	retired       []retiredSegment // guarded by cleanMu: segments replaced by compaction, released RetireDelay later or by Close
+	cleanBroken   error            // guarded by cleanMu: a swap left for recovery; no further pass until reopened
+	closing       atomic.Bool      // set first by Close: a running pass aborts
 
 	failMu sync.Mutex // guards failed; taken alone, never with mu
 	failed error      // the first write-path failure; refuses writes after it
@@ -314,8 +314,8 @@ func (l *Log) Close() error {
 	l.closing.Store(true)
 	l.cleanMu.Lock() // waits for a compaction pass, which aborts at its next batch
 	defer l.cleanMu.Unlock()
-	for _, s := range l.retired {
-		s.release()
+	for _, r := range l.retired {
+		r.s.release()
 	}
 	l.retired = nil
 	var err error
