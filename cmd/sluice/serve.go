@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,45 +10,76 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
 
 	"sluice/broker"
 	"sluice/internal/acceptor"
 )
 
-// serve runs a broker until SIGINT or SIGTERM, then shuts it down
-// gracefully: stop accepting, answer in-flight requests, fsync, write
-// checkpoints.
-func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	data := fs.String("data", envOr("SLUICE_DATA", broker.DefaultDataDir), "data directory (env SLUICE_DATA)")
-	listen := fs.String("listen", envOr("SLUICE_LISTEN", broker.DefaultListenAddr), "address to listen on (env SLUICE_LISTEN)")
-	advertise := fs.String("advertise", envOr("SLUICE_ADVERTISE", ""), "address clients are told to connect to; default the listen address (env SLUICE_ADVERTISE)")
-	fsync := fs.String("fsync", envOr("SLUICE_FSYNC", "always"), "fsync policy: always (acks=all means fsynced), interval (every second), never (tests only) (env SLUICE_FSYNC)")
-	autoCreate := fs.Bool("auto-create", envBool("SLUICE_AUTO_CREATE", true), "create unknown topics on metadata requests (env SLUICE_AUTO_CREATE)")
-	partitions := fs.Int("partitions", envInt("SLUICE_PARTITIONS", 1), "partitions of auto-created topics (env SLUICE_PARTITIONS)")
-	metrics := fs.String("metrics", envOr("SLUICE_METRICS", ""), "serve Prometheus metrics at http://ADDR/metrics; off when empty (env SLUICE_METRICS)")
-	logLevel := fs.String("log-level", envOr("SLUICE_LOG_LEVEL", "info"), "debug, info, warn or error (env SLUICE_LOG_LEVEL)")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newServeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a broker",
+		Long: `Run a broker until SIGINT or SIGTERM, then shut down gracefully: stop
+accepting, answer in-flight requests, fsync, write checkpoints. A second
+signal kills the process.
+
+Every flag is also an environment variable (SLUICE_ and the flag name in
+capitals, dashes as underscores: --auto-create is SLUICE_AUTO_CREATE) and
+a key of the optional YAML config file (--config, env SLUICE_CONFIG) named
+like the flag. A flag beats the environment, which beats the file, which
+beats the default.`,
+		Example: `  sluice serve --data /var/lib/sluice --listen 0.0.0.0:9092 --advertise broker.example:9092
+  SLUICE_FSYNC=interval sluice serve
+  sluice serve --config sluice.yaml`,
+		Args: exactArgs(0, "no arguments"),
 	}
-	if err := envErrors(); err != nil {
-		return fmt.Errorf("serve: %w", err)
+	var o serveOptions
+	fs := cmd.Flags()
+	fs.StringVar(&o.data, "data", broker.DefaultDataDir, "data directory")
+	fs.StringVar(&o.listen, "listen", broker.DefaultListenAddr, "address to listen on")
+	fs.StringVar(&o.advertise, "advertise", "", "address clients are told to connect to (default the listen address)")
+	fs.StringVar(&o.fsync, "fsync", "always", "fsync policy: always (acks=all means fsynced), interval (every second), never (tests only)")
+	fs.BoolVar(&o.autoCreate, "auto-create", true, "create unknown topics on metadata requests")
+	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
+	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := applyConfig(cmd.Flags()); err != nil {
+			return usageError{fmt.Errorf("serve: %w", err)}
+		}
+		return serve(cmd.Context(), o)
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("serve: unexpected arguments %q", fs.Args())
-	}
-	if *partitions < 1 || *partitions > math.MaxInt32 {
-		return fmt.Errorf("serve: --partitions %d: want 1 to %d", *partitions, math.MaxInt32)
+	return cmd
+}
+
+// serveOptions holds serve's settings after flags, environment and
+// config file are applied.
+type serveOptions struct {
+	data, listen, advertise string
+	fsync                   string
+	autoCreate              bool
+	partitions              int
+	metrics                 string
+	logLevel                string
+}
+
+// serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
+// it down gracefully: stop accepting, answer in-flight requests, fsync,
+// write checkpoints.
+func serve(ctx context.Context, o serveOptions) error {
+	if o.partitions < 1 || o.partitions > math.MaxInt32 {
+		return usagef("serve: --partitions %d: want 1 to %d", o.partitions, math.MaxInt32)
 	}
 	var policy acceptor.FsyncPolicy
-	switch *fsync {
+	switch o.fsync {
 	case "always":
 		policy = acceptor.FsyncAlways
 	case "interval":
@@ -57,23 +87,23 @@ func serve(args []string) error {
 	case "never":
 		policy = acceptor.FsyncNever
 	default:
-		return fmt.Errorf("serve: --fsync %q: want always, interval or never", *fsync)
+		return usagef("serve: --fsync %q: want always, interval or never", o.fsync)
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("serve: --log-level: %w", err)
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usagef("serve: --log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	b, err := broker.New(
-		broker.DataDir(*data),
-		broker.ListenAddr(*listen),
-		broker.AdvertiseAddr(*advertise),
+		broker.DataDir(o.data),
+		broker.ListenAddr(o.listen),
+		broker.AdvertiseAddr(o.advertise),
 		broker.Fsync(policy),
-		broker.AutoCreateTopics(*autoCreate),
-		broker.DefaultPartitions(int32(*partitions)),
+		broker.AutoCreateTopics(o.autoCreate),
+		broker.DefaultPartitions(int32(o.partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
 	)
@@ -86,8 +116,8 @@ func serve(args []string) error {
 	}
 
 	var srv *http.Server
-	if *metrics != "" {
-		ln, err := net.Listen("tcp", *metrics)
+	if o.metrics != "" {
+		ln, err := net.Listen("tcp", o.metrics)
 		if err != nil {
 			b.Close()
 			return fmt.Errorf("serve: metrics listener: %w", err)
@@ -103,10 +133,8 @@ func serve(args []string) error {
 		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
-	stop() // a second signal kills the process
+	signal.Reset(os.Interrupt, syscall.SIGTERM) // a second signal kills the process
 	logger.Info("shutting down")
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -118,34 +146,4 @@ func serve(args []string) error {
 	}
 	logger.Info("stopped cleanly")
 	return nil
-}
-
-// envErrs collects environment variables that envBool and envInt could
-// not parse, so that serve refuses them instead of ignoring them.
-var envErrs []error
-
-func envErrors() error { return errors.Join(envErrs...) }
-
-func envBool(name string, def bool) bool {
-	if v, ok := os.LookupEnv(name); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			envErrs = append(envErrs, fmt.Errorf("%s=%q: want true or false", name, v))
-			return def
-		}
-		return b
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	if v, ok := os.LookupEnv(name); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			envErrs = append(envErrs, fmt.Errorf("%s=%q: want an integer", name, v))
-			return def
-		}
-		return n
-	}
-	return def
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -18,14 +20,21 @@ import (
 )
 
 // TestMain lets the test binary stand in for the sluice command: with
-// SLUICE_TEST_MAIN set it runs main with the remaining arguments.
+// SLUICE_TEST_MAIN=1 in its environment it runs main with its arguments.
 func TestMain(m *testing.M) {
 	if os.Getenv("SLUICE_TEST_MAIN") == "1" {
-		os.Args = append([]string{"sluice"}, strings.Fields(os.Getenv("SLUICE_TEST_ARGS"))...)
 		main()
 		os.Exit(0)
 	}
+	flag.Parse()
 	goleak.VerifyTestMain(m)
+}
+
+// sluiceCmd returns a command running the test binary as sluice with args.
+func sluiceCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1")
+	return cmd
 }
 
 func freeAddr(t *testing.T) string {
@@ -42,10 +51,15 @@ func freeAddr(t *testing.T) string {
 // variables, and waits until it accepts connections.
 func startServe(t *testing.T, dir, addr string, extraEnv ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS=serve",
-		"SLUICE_DATA="+dir, "SLUICE_LISTEN="+addr)
-	cmd.Env = append(cmd.Env, extraEnv...)
+	return startServeArgs(t, addr, append([]string{"SLUICE_DATA=" + dir, "SLUICE_LISTEN=" + addr}, extraEnv...), "serve")
+}
+
+// startServeArgs runs sluice with args and env added, and waits until
+// it accepts connections on addr.
+func startServeArgs(t *testing.T, addr string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := sluiceCmd(args...)
+	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -153,15 +167,16 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
+		{[]string{"SLUICE_CONFIG=/nonexistent/sluice.yaml"}, "serve", `config file: open /nonexistent/sluice.yaml`},
 	}
 	for _, c := range cases {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "SLUICE_TEST_MAIN=1", "SLUICE_TEST_ARGS="+c.args,
-			"SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t))
+		cmd := sluiceCmd(strings.Fields(c.args)...)
+		cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t))
 		cmd.Env = append(cmd.Env, c.env...)
 		out, err := cmd.CombinedOutput()
-		if err == nil {
-			t.Errorf("%v %s: exited 0, want an error", c.env, c.args)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v %s: exited with %v, want exit code 2 (bad usage)", c.env, c.args, err)
 			continue
 		}
 		if !strings.Contains(string(out), c.want) {

@@ -1,0 +1,178 @@
+package main
+
+// sluice bench: a load generator for Sluice, Kafka or Redpanda, in the
+// manner of kafka-producer-perf-test (logic in internal/bench).
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/internal/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure produce and consume throughput and latency against any Kafka-compatible broker",
+		Long: `Measure produce and consume throughput and latency against Sluice, Kafka or
+Redpanda. A progress line is printed every --interval and a summary at the
+end. With --broker-pid, the broker's own CPU time per record and its memory
+are read from /proc (the broker must run on this machine).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newBenchProduceCmd(), newBenchConsumeCmd())
+	return cmd
+}
+
+// benchCommon are the flags both bench subcommands take.
+type benchCommon struct {
+	cf       *clientFlags
+	topic    string
+	pid      int
+	interval time.Duration
+	asJSON   bool
+}
+
+func (c *benchCommon) add(cmd *cobra.Command) {
+	c.cf = addClientFlags(cmd)
+	f := cmd.Flags()
+	f.StringVarP(&c.topic, "topic", "t", "sluice-bench", "topic to use")
+	f.IntVar(&c.pid, "broker-pid", 0, "process id of a local broker: report its CPU time per record and memory")
+	f.DurationVar(&c.interval, "interval", time.Second, "progress line interval (0: none)")
+	f.BoolVar(&c.asJSON, "json", false, "print the summary as one JSON object on stdout")
+}
+
+func (c *benchCommon) report(out io.Writer, what string, res bench.Result) error {
+	if c.asJSON {
+		return json.NewEncoder(out).Encode(res)
+	}
+	bench.WriteSummary(out, what, res)
+	return nil
+}
+
+func newBenchProduceCmd() *cobra.Command {
+	var (
+		common      benchCommon
+		cfg         bench.ProduceConfig
+		acks        string
+		compression string
+		linger      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Produce records as fast as allowed and report throughput and latency",
+		Example: `  sluice bench produce -t bench --records 1000000 --size 100
+  sluice bench produce -t bench --sync --callers 64 --duration 10s
+  sluice bench produce -t bench --partitions 256 --rate 50000 --compression zstd`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var opts []kgo.Opt
+			switch acks {
+			case "all", "-1":
+				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+			case "leader", "1":
+				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+			case "none", "0":
+				opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+			default:
+				return usagef("--acks %q: want all, leader or none", acks)
+			}
+			codec, err := compressionCodec(compression)
+			if err != nil {
+				return usageError{err}
+			}
+			opts = append(opts, kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(linger),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			c, err := common.cf.connect(cmd.Context(), opts...)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			sctx, cancel := c.step(ctx)
+			err = bench.EnsureTopic(sctx, c.cl, common.topic, cfg.Partitions)
+			cancel()
+			if err != nil {
+				return c.wrap("create topic", err)
+			}
+			cfg.Topic, cfg.BrokerPID, cfg.Interval = common.topic, common.pid, common.interval
+			cfg.Progress = cmd.ErrOrStderr()
+			res, err := bench.Produce(ctx, c.cl, cfg)
+			if err != nil {
+				return err
+			}
+			if err := common.report(cmd.OutOrStdout(), "produce", res); err != nil {
+				return err
+			}
+			if res.Errors > 0 {
+				return fmt.Errorf("%d records failed: %s", res.Errors, res.FirstErr)
+			}
+			return nil
+		},
+	}
+	common.add(cmd)
+	f := cmd.Flags()
+	f.Int64VarP(&cfg.Records, "records", "n", 100000, "records to produce (0: run for --duration)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "run length when --records is 0")
+	f.IntVarP(&cfg.Size, "size", "s", 100, "value size in bytes (random, incompressible)")
+	f.IntVar(&cfg.Rate, "rate", 0, "records per second over all callers (0: unlimited)")
+	f.IntVarP(&cfg.Callers, "callers", "c", 1, "goroutines producing")
+	f.BoolVar(&cfg.Sync, "sync", false, "each caller waits for each record's acknowledgement")
+	f.Int32VarP(&cfg.Partitions, "partitions", "p", 1, "spread records round robin over this many partitions (created if the topic is missing)")
+	f.StringVar(&acks, "acks", "all", "all, leader or none")
+	f.StringVarP(&compression, "compression", "z", "none", "none, gzip, snappy, lz4 or zstd")
+	f.DurationVar(&linger, "linger", 0, "producer linger (Kafka's linger.ms)")
+	return cmd
+}
+
+func newBenchConsumeCmd() *cobra.Command {
+	var (
+		common benchCommon
+		cfg    bench.ConsumeConfig
+	)
+	cmd := &cobra.Command{
+		Use:     "consume",
+		Short:   "Read a topic from the start and report throughput",
+		Example: `  sluice bench consume -t bench`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := common.cf.connect(cmd.Context(), bench.ConsumeClientOpts(common.topic)...)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx := cmd.Context()
+			cfg.Topic, cfg.BrokerPID, cfg.Interval = common.topic, common.pid, common.interval
+			cfg.Progress = cmd.ErrOrStderr()
+			res, err := bench.Consume(ctx, c.cl, cfg)
+			if err != nil {
+				return err
+			}
+			return common.report(cmd.OutOrStdout(), "consume", res)
+		},
+	}
+	common.add(cmd)
+	cmd.Flags().Int64VarP(&cfg.Records, "records", "n", 0, "stop after this many records (0: at the end offsets when the run started)")
+	return cmd
+}
+
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
