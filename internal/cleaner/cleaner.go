@@ -85,6 +85,13 @@ type Cleaner struct {
 
 // Start starts a Cleaner.
 func Start(cfg Config) *Cleaner {
+	c := newCleaner(cfg)
+	go c.run()
+	return c
+}
+
+// newCleaner builds a Cleaner without starting its goroutine.
+func newCleaner(cfg Config) *Cleaner {
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -99,7 +106,6 @@ func Start(cfg Config) *Cleaner {
 	}
 	c := &Cleaner{cfg: cfg, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	go c.run()
 	return c
 }
 
