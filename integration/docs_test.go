@@ -51,7 +51,8 @@ func TestAdminDocCommands(t *testing.T) {
 	needKcat(t)
 	n := startNode(t)
 	out := runDocCommands(t, n, docBlock(t, "docs/admin.md", "admin-doc-commands"))
-	for _, want := range []string{"created settings", "0 color=red", "1 size=10", "2 color=blue", "3 size=12"} {
+	for _, want := range []string{"created settings", "0 color=red", "1 size=10", "2 color=blue", "3 size=12",
+		"min.cleanable.dirty.ratio", "0.1", "DYNAMIC_TOPIC_CONFIG"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
