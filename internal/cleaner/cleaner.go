@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sluice/internal/storage"
@@ -56,7 +57,8 @@ const DefaultInterval = 15 * time.Second
 // Stats counts the Cleaner's work since it started.
 type Stats struct {
 	Passes, Failures        int64
-	BytesRead, BytesWritten int64
+	BytesRead, BytesWritten int64 // of finished passes
+	BytesProcessed          int64 // read and written, counted as passes go (a pass in progress included)
 	RecordsRemoved          int64
 	SegmentsReplaced        int64
 	LastError               string
@@ -81,6 +83,8 @@ type Cleaner struct {
 
 	mu    sync.Mutex // guards stats
 	stats Stats
+
+	processed atomic.Int64 // bytes read and written by passes, counted as they go
 }
 
 // Start starts a Cleaner.
@@ -122,7 +126,9 @@ func (c *Cleaner) Wake() {
 func (c *Cleaner) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stats
+	st := c.stats
+	st.BytesProcessed = c.processed.Load()
+	return st
 }
 
 // Close stops the Cleaner, cancelling a pass in progress, and waits for
@@ -170,6 +176,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) bool {
 	c.setCleaning(true)
 	start := time.Now()
 	lim := newLimiter(c.cfg.Rate())
+	lim.count = &c.processed
 	res, err := t.Log.Clean(ctx, storage.CleanOptions{
 		Now:                c.cfg.Now(),
 		MinCompactionLag:   t.MinCompactionLag,
@@ -243,6 +250,7 @@ type limiter struct {
 	start time.Time
 	bytes float64
 	slept time.Duration
+	count *atomic.Int64 // when set, every byte is also counted here
 }
 
 func newLimiter(rate float64) *limiter {
@@ -254,6 +262,9 @@ func newLimiter(rate float64) *limiter {
 
 // wait blocks until n more bytes fit the rate since the pass started.
 func (l *limiter) wait(ctx context.Context, n int) error {
+	if l.count != nil {
+		l.count.Add(int64(n))
+	}
 	if math.IsInf(l.rate, 1) {
 		return nil
 	}

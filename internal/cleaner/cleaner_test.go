@@ -69,7 +69,7 @@ func TestPickDirtiest(t *testing.T) {
 	if c.RunOnce(context.Background()) {
 		t.Fatalf("a pass ran with nothing dirty: %+v", c.Stats())
 	}
-	if st := c.Stats(); st.RecordsRemoved == 0 || st.Failures != 0 {
+	if st := c.Stats(); st.RecordsRemoved == 0 || st.Failures != 0 || st.BytesProcessed < st.BytesRead+st.BytesWritten {
 		t.Fatalf("stats %+v", st)
 	}
 	// A tombstone-free, fully cleaned log with a max lag qualifies only
