@@ -68,6 +68,22 @@ func requireKeys(topic string, partition int32, records []byte) error {
 	return nil
 }
 
-// CleanerStats reports the log cleaner's counters: passes, bytes read
-// and written, records removed, the last error.
-func (b *Broker) CleanerStats() cleaner.Stats { return b.cleaner.Stats() }
+// CleanerStats counts the log cleaner's work since the broker started.
+type CleanerStats struct {
+	Passes, Failures        int64
+	BytesRead, BytesWritten int64 // by finished passes
+	BytesProcessed          int64 // read and written, a pass in progress included
+	RecordsRemoved          int64
+	SegmentsReplaced        int64
+	LastError               string // of the last failed pass
+}
+
+// CleanerStats reports the log cleaner's counters.
+func (b *Broker) CleanerStats() CleanerStats {
+	s := b.cleaner.Stats()
+	return CleanerStats{
+		Passes: s.Passes, Failures: s.Failures,
+		BytesRead: s.BytesRead, BytesWritten: s.BytesWritten, BytesProcessed: s.BytesProcessed,
+		RecordsRemoved: s.RecordsRemoved, SegmentsReplaced: s.SegmentsReplaced, LastError: s.LastError,
+	}
+}
