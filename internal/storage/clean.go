@@ -40,9 +40,11 @@ import (
 //     old bytes: the replaced segments stay open until the next pass
 //     (or Close).
 //
-// Transactions: aborted records and transaction markers are kept (no
-// aborted-transaction index exists yet); removing them once safe is a
-// follow-up for when the transaction coordinator lands.
+// Transactions: with CleanOptions.Aborted set, the records of aborted
+// transactions are removed and never count as a key's latest value.
+// Transaction markers are kept; removing them once no reader can need
+// them (KIP-98) is a follow-up, as is wiring Aborted to the partition's
+// aborted-transaction index when the transaction coordinator lands.
 
 // CleanOptions are one compaction pass's settings, mirroring the topic
 // configs of the same names.
@@ -58,6 +60,11 @@ type CleanOptions struct {
 	// far since its previous call; it may wait (rate limiting) and an
 	// error aborts the pass, leaving the log as it was.
 	Throttle func(ctx context.Context, n int) error
+	// Aborted, when set, reports whether a transactional data batch
+	// belongs to an aborted transaction (from the partition's aborted-
+	// transaction index). Its records are then neither mapped as a key's
+	// latest value nor kept. Transaction markers are kept either way.
+	Aborted func(h *batch.Header) bool
 }
 
 // DefaultMaxCleanKeys bounds the keys one pass maps.
@@ -337,7 +344,7 @@ func (p *pass) mapKeys(v sealedView) error {
 		if err := p.check(len(raw)); err != nil {
 			return err
 		}
-		if h.Control() {
+		if h.Control() || p.aborted(&h) {
 			return nil
 		}
 		return batch.Records(&h, raw, func(r *batch.Record) error {
@@ -347,6 +354,11 @@ func (p *pass) mapKeys(v sealedView) error {
 			return nil
 		})
 	})
+}
+
+// aborted reports a data batch of an aborted transaction.
+func (p *pass) aborted(h *batch.Header) bool {
+	return p.o.Aborted != nil && h.Transactional() && !h.Control() && p.o.Aborted(h)
 }
 
 // keep decides whether the record at off stays.
@@ -519,10 +531,11 @@ func (w *segWriter) batch(h batch.Header, raw []byte) (changed bool, err error) 
 	if h.Control() {
 		return false, w.emit(raw)
 	}
+	aborted := w.p.aborted(&h)
 	total, kept := 0, 0
 	if err := batch.Records(&h, raw, func(r *batch.Record) error {
 		total++
-		if w.p.keep(r, h.BaseOffset+int64(r.OffsetDelta)) {
+		if !aborted && w.p.keep(r, h.BaseOffset+int64(r.OffsetDelta)) {
 			kept++
 		}
 		return nil
@@ -537,7 +550,7 @@ func (w *segWriter) batch(h batch.Header, raw []byte) (changed bool, err error) 
 		return true, nil // dropped whole: its offsets become a gap
 	}
 	nb, err := batch.Rewrite(nil, &h, raw, func(r *batch.Record) bool {
-		return w.p.keep(r, h.BaseOffset+int64(r.OffsetDelta))
+		return !aborted && w.p.keep(r, h.BaseOffset+int64(r.OffsetDelta))
 	})
 	if err != nil {
 		return true, fmt.Errorf("storage: compaction: rewrite batch at offset %d: %w", h.BaseOffset, err)

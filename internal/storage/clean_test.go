@@ -469,3 +469,80 @@ func TestCleanLagAndAbort(t *testing.T) {
 		t.Fatalf("Clean after Close: %v", err)
 	}
 }
+
+// TestCleanDropsAbortedTransactions: a record of an aborted transaction
+// never supersedes a committed value and is removed; a committed
+// transaction's record does supersede; markers stay.
+func TestCleanDropsAbortedTransactions(t *testing.T) {
+	m := vfs.NewMem()
+	l := mustOpen(t, m, dir, Config{SegmentBytes: 1 << 20, RetentionAge: -1})
+	defer l.Close()
+	var next int64
+	add := func(p batch.Params, key, value string) {
+		t.Helper()
+		p.BaseOffset = next
+		b, err := batch.Append(nil, &p, []batch.Record{{Timestamp: 1, Key: []byte(key), Value: []byte(value)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(b, nil); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	marker := func(pid int64, commit bool) {
+		t.Helper()
+		typ := batch.ControlAbort
+		if commit {
+			typ = batch.ControlCommit
+		}
+		b := batch.AppendMarker(nil, next, 0, batch.Marker{ProducerID: pid, ProducerEpoch: 0, Type: typ})
+		if err := l.Append(b, nil); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	plain := batch.Params{}.NoProducer()
+	txn := func(pid int64) batch.Params {
+		return batch.Params{Transactional: true, ProducerID: pid, ProducerEpoch: 0, BaseSequence: 0}
+	}
+	add(plain, "a", "committed-a")
+	add(txn(1), "a", "aborted-a") // offset 1, aborted below
+	marker(1, false)
+	add(plain, "b", "old-b")
+	add(txn(2), "b", "txn-b") // offset 4, committed
+	marker(2, true)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.Clean(context.Background(), CleanOptions{Now: time.Now(),
+		Aborted: func(h *batch.Header) bool { return h.ProducerID == 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	var offs []int64
+	controls := 0
+	if err := l.ScanHeaders(0, func(h batch.Header) error {
+		if h.Control() {
+			controls++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range readRecords(t, l) {
+		offs = append(offs, r.off)
+		if r.key == "a" || r.key == "b" {
+			got[r.key] = string(r.value)
+		}
+	}
+	if got["a"] != "committed-a" || got["b"] != "txn-b" || controls != 2 {
+		t.Fatalf("after compaction a=%q b=%q, %d markers (offsets %v)", got["a"], got["b"], controls, offs)
+	}
+	for _, o := range offs {
+		if o == 1 || o == 3 {
+			t.Fatalf("offset %d (aborted or superseded) survived: %v", o, offs)
+		}
+	}
+}
