@@ -225,6 +225,12 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	if l.cleanBroken != nil {
 		return res, l.cleanBroken
 	}
+	// Close cancels the pass through this context, so that a pass waiting
+	// in Throttle does not hold Close up.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l.passCancel.Store(&cancel)
+	defer l.passCancel.Store(nil)
 	if l.closing.Load() {
 		return res, ErrClosed
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -45,9 +46,10 @@ type Log struct {
 	// tombstonesDue (unix ms, guarded by cleanMu) is when the earliest
 	// tombstone kept by a pass may be dropped; 0 when none was kept.
 	tombstonesDue int64
-	retired       []retiredSegment // guarded by cleanMu: segments replaced by compaction, released RetireDelay later or by Close
-	cleanBroken   error            // guarded by cleanMu: a swap left for recovery; no further pass until reopened
-	closing       atomic.Bool      // set first by Close: a running pass aborts
+	retired       []retiredSegment                   // guarded by cleanMu: segments replaced by compaction, released RetireDelay later or by Close
+	cleanBroken   error                              // guarded by cleanMu: a swap left for recovery; no further pass until reopened
+	closing       atomic.Bool                        // set first by Close: a running pass aborts
+	passCancel    atomic.Pointer[context.CancelFunc] // cancels the running pass (Close calls it)
 
 	failMu sync.Mutex // guards failed; taken alone, never with mu
 	failed error      // the first write-path failure; refuses writes after it
@@ -312,6 +314,9 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closing.Store(true)
+	if c := l.passCancel.Load(); c != nil {
+		(*c)() // wakes a pass waiting in its Throttle
+	}
 	l.cleanMu.Lock() // waits for a compaction pass, which aborts at its next batch
 	defer l.cleanMu.Unlock()
 	for _, r := range l.retired {
