@@ -341,6 +341,7 @@ func TestCleanWithConcurrentReaders(t *testing.T) {
 	l := mustOpen(t, m, dir, cfg)
 	defer l.Close()
 	k := newKeyedLog(t, l, 9)
+	k.codecs = []batch.Codec{batch.CodecNone, batch.CodecSnappy} // quick under -race
 	for i := 0; i < 100; i++ {
 		if err := k.appendRandom(15); err != nil {
 			t.Fatal(err)
@@ -397,17 +398,35 @@ func TestCleanWithConcurrentReaders(t *testing.T) {
 			}
 		}
 	}()
-	now := time.Unix(3_000_000, 0)
-	for round := 0; round < 6; round++ {
-		for i := 0; i < 10; i++ {
+	// The writer appends (and rolls) on its own goroutine while passes
+	// run on this one, as the acceptor and the cleaner do.
+	writerDone := make(chan error, 1)
+	passesDone := make(chan struct{})
+	go func() {
+		for i := 0; i < 1500; i++ {
+			select {
+			case <-passesDone:
+				writerDone <- nil
+				return
+			default:
+			}
 			if err := k.appendRandom(15); err != nil {
-				t.Fatal(err)
+				writerDone <- err
+				return
 			}
 		}
+		writerDone <- nil
+	}()
+	now := time.Unix(3_000_000, 0)
+	for round := 0; round < 60; round++ {
 		now = now.Add(2 * cleanTestRetention)
 		if _, err := l.Clean(context.Background(), cleanOpts(now)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	close(passesDone)
+	if err := <-writerDone; err != nil {
+		t.Fatal(err)
 	}
 	close(stop)
 	wg.Wait()

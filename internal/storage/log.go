@@ -65,9 +65,18 @@ type appendBatch struct {
 	pos int64 // position in the appended buffer
 }
 
-// active returns the segment being written. The caller is the writer or
-// holds mu.
+// active returns the segment being written. The caller holds mu, or is
+// the writer while no compaction pass can run (it holds cleanMu).
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// writerActive returns the segment being written, for the writer: a
+// compaction pass may replace other entries of segs concurrently, so the
+// list is read under mu; the active segment itself is never replaced.
+func (l *Log) writerActive() *segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.active()
+}
 
 // Recovery reports what Open did to bring the log up.
 func (l *Log) Recovery() RecoveryReport { return l.report }
@@ -171,7 +180,7 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	if int64(len(buf)) > maxSegmentBytes {
 		return fmt.Errorf("%w: %d bytes is more than a segment can hold", ErrBadAppend, len(buf))
 	}
-	next := l.active().next
+	next := l.writerActive().next
 	l.hdrs = l.hdrs[:0]
 	var at int64 // position of the next batch in buf
 	add := func(h batch.Header, _ []byte) error {
@@ -201,12 +210,12 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 		}
 	}
 
-	a := l.active()
+	a := l.writerActive()
 	if a.size > 0 && l.shouldRoll(a, int64(len(buf)), next) {
 		if err := l.Roll(); err != nil {
 			return err
 		}
-		a = l.active()
+		a = l.writerActive()
 	}
 	if n, err := a.file.Write(buf); err != nil || n != len(buf) {
 		if err == nil {
@@ -277,7 +286,7 @@ func (l *Log) Roll() error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	a := l.active()
+	a := l.writerActive()
 	if a.size == 0 {
 		return nil
 	}
