@@ -132,6 +132,10 @@ func handleFetch(r *request) (kmsg.Response, error) {
 			sp.LogStartOffset = fp.p.log.StartOffset()
 		}
 		if fp.slice.Len() > 0 {
+			first, next := fp.slice.Offsets()
+			n := next - max(first, fp.offset)
+			fp.p.traffic.out(n, fp.slice.Len())
+			b.traffic.out(n, fp.slice.Len())
 			fr.add(sp, fp.slice)
 		} else {
 			// An empty record set is a zero-length array, never null:

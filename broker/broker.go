@@ -16,6 +16,7 @@ import (
 	"sluice/internal/acceptor"
 	"sluice/internal/cleaner"
 	"sluice/internal/groups"
+	"sluice/internal/storage"
 	"sluice/internal/vfs"
 )
 
@@ -28,14 +29,16 @@ const closeGrace = 10 * time.Second
 
 // Broker is a single-node Kafka-compatible broker over a data directory.
 //
-// Goroutines: Start starts the accept goroutine and one goroutine per
-// client connection; each partition owns an acceptor goroutine started
-// by New (or when the partition is created). All are owned by the Broker
-// and stop in Close: it closes the listener (ending the accept
-// goroutine), wakes idle connections and long-polling fetches, waits for
-// every connection goroutine to answer its in-flight request and exit,
-// then closes the group coordinator and every partition (acceptors
-// flush and fsync, logs write their checkpoints).
+// Goroutines: New starts the disk monitor; Start starts the accept
+// goroutine and one goroutine per client connection; each partition owns
+// an acceptor goroutine started by New (or when the partition is
+// created). All are owned by the Broker and stop in Close: it closes the
+// listener (ending the accept goroutine), cancels stopCtx (ending the
+// disk monitor), wakes idle connections and long-polling fetches, waits
+// for every connection goroutine to answer its in-flight request and
+// exit, then closes the group coordinator and every partition (acceptors
+// flush and fsync, logs write their checkpoints), and last releases the
+// data directory's lock.
 //
 // Lock order (see doc.go): adminMu, then mu, then conn.mu.
 type Broker struct {
@@ -67,7 +70,23 @@ type Broker struct {
 	// closed by Close before the partitions.
 	cleaner *cleaner.Cleaner
 
+	lock vfs.Unlocker // the data directory's lock, held from New to the end of Close
+
+	// The disk guard (disk.go): the monitor goroutine, started by New and
+	// stopped by Close (through stopCtx), stores what it sees in disk
+	// and closes monitorDone when it returns.
+	disk        atomic.Pointer[diskState]
+	monitorDone chan struct{}
+	diskMu      sync.Mutex    // guards diskCh
+	diskCh      chan struct{} // closed after each disk check
+
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
+
+	traffic traffic   // totals over every partition, deleted ones included
+	started time.Time // when New returned, for uptime
+
+	readyMu     sync.Mutex // guards readyChecks
+	readyChecks []readyCheck
 
 	connCount atomic.Int64 // open connections, for MaxConnections
 	closing   atomic.Bool  // set first by Close
@@ -76,7 +95,7 @@ type Broker struct {
 	wg        sync.WaitGroup     // the accept goroutine and connection goroutines
 
 	startOnce sync.Once
-	started   bool // set by Start (under startOnce)
+	listening bool // set by Start (under startOnce and mu)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -111,12 +130,19 @@ func New(opts ...Opt) (*Broker, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	lock, err := storage.LockDir(c.fs, c.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b := &Broker{
-		cfg:    c,
-		fs:     vfs.OS(),
-		topics: map[string]*topic{},
-		byID:   map[[16]byte]*topic{},
-		conns:  map[*conn]struct{}{},
+		cfg:         c,
+		fs:          c.fs,
+		topics:      map[string]*topic{},
+		byID:        map[[16]byte]*topic{},
+		conns:       map[*conn]struct{}{},
+		lock:        lock,
+		monitorDone: make(chan struct{}),
+		diskCh:      make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
@@ -124,9 +150,16 @@ func New(opts ...Opt) (*Broker, error) {
 	if err := b.load(); err != nil {
 		b.closePartitions()
 		b.stop()
+		lock.Unlock()
 		return nil, err
 	}
 	b.startCleaner()
+	b.checkDisk()
+	go b.monitorDisk()
+	if c.registerer != nil {
+		c.registerer.MustRegister(&collector{b: b})
+	}
+	b.started = time.Now()
 	return b, nil
 }
 
@@ -174,6 +207,11 @@ func (b *Broker) start() error {
 	})
 	if err != nil {
 		ln.Close()
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("broker: open group coordinator: %w; to cut its log at the last valid batch (a copy is kept), "+
+				"stop the broker and run: sluice repair --data %s --truncate-after-corruption", err, b.cfg.dataDir)
+		}
 		return fmt.Errorf("broker: open group coordinator: %w", err)
 	}
 	b.mu.Lock()
@@ -186,7 +224,7 @@ func (b *Broker) start() error {
 		return errors.New("broker: closed")
 	}
 	b.ln, b.addr, b.adv, b.groups = ln, ln.Addr().String(), hostPort{host, port}, g
-	b.started = true
+	b.listening = true
 	b.wg.Add(1) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
 	b.cfg.logger.Info("sluice broker listening", "addr", b.addr, "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "data", b.cfg.dataDir)
@@ -309,6 +347,10 @@ func (b *Broker) Close() error {
 			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
 		errs = append(errs, b.closePartitions())
+		<-b.monitorDone
+		if err := b.lock.Unlock(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: release the data directory lock: %w", err))
+		}
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/vfs"
 )
 
 // Opt configures a Broker. Options are applied in order over the defaults;
@@ -34,6 +35,12 @@ type cfg struct {
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
 	cleanerInterval   time.Duration
+	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
+	diskInterval      time.Duration // between free-space checks
+	healBackoff       time.Duration // first wait before a failed partition recovers
+	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
+	partitionMetrics  bool
+	logRequests       bool
 }
 
 // Defaults.
@@ -43,6 +50,7 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultMaxConnections  = 10000
+	DefaultDiskCheck       = time.Second
 )
 
 func defaultCfg() cfg {
@@ -56,6 +64,10 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		diskWatermark:     -1,
+		diskInterval:      DefaultDiskCheck,
+		fs:                vfs.OS(),
+		partitionMetrics:  true,
 	}
 }
 
@@ -88,6 +100,9 @@ func (c *cfg) validate() error {
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.diskInterval <= 0 {
+		return fmt.Errorf("broker: DiskCheckInterval %v must be positive", c.diskInterval)
 	}
 	return nil
 }
@@ -143,3 +158,32 @@ func CleanerInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.cleanerI
 // Registerer registers the broker's Prometheus metrics (and those of its
 // acceptors and group coordinator). Default: none.
 func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.registerer = r }) }
+
+// DiskLowWatermark sets the free space (bytes) on the data directory's
+// filesystem below which produce is refused with KAFKA_STORAGE_ERROR
+// ("disk full"), before the disk is actually full. 0 turns the guard
+// off. Default: 1 GiB or 5% of the filesystem, whichever is smaller.
+func DiskLowWatermark(bytes int64) Opt {
+	return opt(func(c *cfg) { c.diskWatermark = max(bytes, 0) })
+}
+
+// DiskCheckInterval sets how often the free space is read (statfs).
+// Default 1 s.
+func DiskCheckInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.diskInterval = d }) }
+
+// withFS substitutes the filesystem (tests: the crash FS).
+func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
+
+// withHealBackoff sets the first wait before a failed partition tries to
+// recover (tests: a short one). Default acceptor.DefaultHealBackoff.
+func withHealBackoff(d time.Duration) Opt { return opt(func(c *cfg) { c.healBackoff = d }) }
+
+// PartitionMetrics sets whether the Registerer gets per-partition series
+// (traffic, offsets, size and segments per partition, group lag per
+// partition). Default true. Off, the series count grows with topics and
+// groups only; per-topic and per-group series stay.
+func PartitionMetrics(on bool) Opt { return opt(func(c *cfg) { c.partitionMetrics = on }) }
+
+// LogRequests logs every answered request (API, version, client, time
+// taken) at debug level. Default false: they are many.
+func LogRequests(on bool) Opt { return opt(func(c *cfg) { c.logRequests = on }) }

@@ -102,8 +102,11 @@ func (c *conn) setIdle(idle bool) bool {
 
 func (c *conn) serve() {
 	defer c.b.wg.Done()
-	defer c.b.dropConn(c)
+	// The connection slot is released before the socket is closed, so a
+	// client that sees the close can connect again at once, even at
+	// MaxConnections.
 	defer c.nc.Close()
+	defer c.b.dropConn(c)
 	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
 	go c.writeLoop(log)
 	defer func() {
@@ -117,7 +120,7 @@ func (c *conn) serve() {
 		frame, err := c.readFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !c.b.closing.Load() && !c.failed.Load() {
-				log.Info("closing connection", "err", err)
+				log.Debug("client disconnected", "err", err)
 			}
 			return
 		}
@@ -151,14 +154,22 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			if p.err != nil {
 				c.b.metrics.badRequests.Inc()
 			}
-			if !c.b.closing.Load() {
+			switch {
+			case c.b.closing.Load():
+			case p.err != nil:
 				log.Info("closing connection", "err", err)
+			default: // the client went away before its response
+				log.Debug("client disconnected", "err", err)
 			}
 			c.failed.Store(true)
 			c.nc.Close() // ends serve's read
 			continue
 		}
-		c.b.metrics.observe(p.name, time.Since(p.start))
+		took := time.Since(p.start)
+		c.b.metrics.observe(p.name, took)
+		if c.b.cfg.logRequests {
+			log.Debug("request", "api", p.name, "version", p.version, "correlation", p.corr, "took", took)
+		}
 	}
 }
 

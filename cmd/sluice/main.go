@@ -32,6 +32,8 @@ func subcommands() []*cobra.Command {
 		newGroupCmd(),
 		newVersionCmd(),
 		newBenchCmd(),
+		newMirrorCmd(),
+		newRepairCmd(),
 	}
 }
 

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 )
@@ -15,6 +16,14 @@ type Config struct {
 	RetentionAge   time.Duration // delete segments whose newest batch is older; <0 = unlimited; 0 = default 7 days (retention.ms)
 	IndexInterval  int           // bytes between sparse offset-index entries; default 4096 (index.interval.bytes)
 	Now            func() time.Time
+	// Logger receives the log's warnings (a torn tail cut at Open, a
+	// failed log recovered); default: discard. Callers attach the topic
+	// and partition with Logger.With.
+	Logger *slog.Logger
+
+	// verify makes Open scan and check every batch of every segment,
+	// trusting no index or checkpoint (Repair uses it).
+	verify bool
 }
 
 // Defaults applied to zero Config fields.
@@ -50,6 +59,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
 }

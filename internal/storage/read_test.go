@@ -68,6 +68,11 @@ func TestReadBounds(t *testing.T) {
 			if len(got) != c.wantBatches || (len(got) > 0 && got[0] != c.wantFirst) {
 				t.Fatalf("got batches at %v, want %d starting at %d", got, c.wantBatches, c.wantFirst)
 			}
+			if first, next := s.Offsets(); len(got) > 0 && (first != got[0] || next != got[len(got)-1]+3) {
+				t.Fatalf("Offsets() = %d, %d; batches at %v hold 3 offsets each", first, next, got)
+			} else if len(got) == 0 && next != first {
+				t.Fatalf("Offsets() of an empty slice = %d, %d", first, next)
+			}
 			if len(got) > 0 {
 				i := int(c.wantFirst / 3)
 				want := a.data[i*size : (i+len(got))*size]

@@ -261,8 +261,15 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 			return fail(fmt.Errorf("storage: sync directory %s: %w", dir, err))
 		}
 	}
-	if a := l.active(); a.size > 0 {
+	a := l.active()
+	if a.size > 0 {
 		a.created = cfg.Now()
+	}
+	// What recovery accepted is the log; the acceptor's first Sync makes
+	// it durable, and Recover keeps it.
+	a.synced = a.size
+	if r.TruncatedBytes > 0 {
+		cfg.Logger.Warn("storage: cut a torn tail off the log", "dir", dir, "bytes", r.TruncatedBytes, "segment", a.path)
 	}
 	return l, nil
 }
@@ -306,7 +313,7 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment,
 	r := &l.report
 
 	sum, offs, times, ok := loadIndexes(l.fs, s)
-	ok = ok && sum.covered <= size
+	ok = ok && sum.covered <= size && !l.cfg.verify
 	if !ok {
 		r.IndexesRebuilt++
 	}

@@ -40,6 +40,9 @@ type MemFS struct {
 	inject  func(Op) error
 	counts  [numOpKinds]int64
 	seq     int64
+	// capacity bounds the bytes of all files (SetCapacity); 0: unlimited.
+	capacity int64
+	locks    map[string]bool // names held by Lock
 }
 
 // memNode is one file's contents (an inode: renames move it, open handles
@@ -244,6 +247,9 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	if err := m.beginLocked(OpRename, oldname); err != nil {
 		return err
 	}
+	if m.dirs[oldname] {
+		return m.renameDirLocked(oldname, newname)
+	}
 	n, ok := m.files[oldname]
 	if !ok {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrNotExist}
@@ -253,6 +259,43 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	}
 	delete(m.files, oldname)
 	m.files[newname] = n
+	return nil
+}
+
+// renameDirLocked moves a directory tree. Like MkdirAll, a directory
+// rename is durable at once (the crash model covers files, not the
+// directory tree): the files under it keep their durable state under
+// their new names.
+func (m *MemFS) renameDirLocked(oldname, newname string) error {
+	if err := m.parentExistsLocked(newname); err != nil {
+		return err
+	}
+	if m.dirs[newname] {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrExist}
+	}
+	move := func(p string) (string, bool) {
+		if p == oldname {
+			return newname, true
+		}
+		if rest, ok := strings.CutPrefix(p, oldname+"/"); ok {
+			return newname + "/" + rest, true
+		}
+		return "", false
+	}
+	for _, tab := range []map[string]*memNode{m.files, m.durable} {
+		for p, n := range tab {
+			if q, ok := move(p); ok {
+				delete(tab, p)
+				tab[q] = n
+			}
+		}
+	}
+	for d := range m.dirs {
+		if q, ok := move(d); ok {
+			delete(m.dirs, d)
+			m.dirs[q] = true
+		}
+	}
 	return nil
 }
 
@@ -444,6 +487,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	if err := f.fs.beginLocked(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	if err := f.fs.spaceLocked(f.name, len(p)); err != nil {
 		return 0, err
 	}
 	f.n.data = append(f.n.data, p...)
