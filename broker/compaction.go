@@ -38,6 +38,8 @@ func (b *Broker) cleanerTargets() []cleaner.Target {
 				MaxCompactionLag:  msDuration(t.conf.maxCompactionLagMs),
 				DeleteRetention:   msDuration(t.conf.deleteRetentionMs),
 				SegmentBytes:      t.conf.segmentBytes,
+				StableOffset:      func() int64 { return p.txns.lso(p.acc.HighWatermark()) },
+				Aborted:           p.txns.abortedBatch,
 			})
 		}
 	}

@@ -95,11 +95,83 @@ func TestBackgroundCompaction(t *testing.T) {
 // waitUntil polls cond (the event a test waits for) until it holds.
 func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCompactionWithTransactions: on a compacted topic, a committed
+// transaction's record is kept as its key's latest value, an aborted
+// transaction's records are removed by the cleaner (never taken for a
+// latest value), and the markers stay readable in order.
+func TestCompactionWithTransactions(t *testing.T) {
+	tb := startTest(t, CleanerInterval(20*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tb.admin().CreateTopic(ctx, 1, 1, map[string]*string{
+		"cleanup.policy": sp("compact"), "segment.bytes": sp("1024"), "min.cleanable.dirty.ratio": sp("0.01"),
+	}, "txc"); err != nil {
+		t.Fatal(err)
+	}
+	txn := tb.client(kgo.TransactionalID("txc-1"), kgo.DefaultProduceTopic("txc"))
+	plain := tb.client(kgo.DefaultProduceTopic("txc"))
+	write := func(commit bool, key, value string) {
+		t.Helper()
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		end := kgo.TryAbort
+		if commit {
+			end = kgo.TryCommit
+		}
+		if err := txn.EndTransaction(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(true, "k", "committed")
+	write(false, "k", "aborted") // later, but must never win
+	write(true, "j", "j1")
+	write(false, "j", "j-aborted")
+	// Seal those segments with plain updates of other keys.
+	for i := 0; i < 40; i++ {
+		if err := plain.ProduceSync(ctx, &kgo.Record{Key: []byte(fmt.Sprint("f", i%3)), Value: make([]byte, 100)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "a compaction pass over the transactions' segments", func() bool {
+		st := tb.b.CleanerStats()
+		return st.RecordsRemoved >= 20
+	})
+	for _, level := range []kgo.IsolationLevel{kgo.ReadUncommitted(), kgo.ReadCommitted()} {
+		cons := tb.client(kgo.ConsumeTopics("txc"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(level), kgo.FetchMaxWait(100*time.Millisecond))
+		got := map[string]string{}
+		var values []string
+		for len(got) < 5 {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("consumed %v", got)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				got[string(r.Key)] = string(r.Value)
+				values = append(values, string(r.Value))
+			})
+		}
+		if got["k"] != "committed" || got["j"] != "j1" {
+			t.Fatalf("latest values k=%q j=%q (records %q)", got["k"], got["j"], values)
+		}
+		for _, v := range values {
+			if strings.Contains(v, "aborted") {
+				t.Fatalf("an aborted record survived compaction: %q", values)
+			}
+		}
+		cons.Close()
 	}
 }

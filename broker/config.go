@@ -35,6 +35,8 @@ type cfg struct {
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
 	cleanerInterval   time.Duration
+	txnMaxTimeout     time.Duration
+	txnSweep          time.Duration
 	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
 	diskInterval      time.Duration // between free-space checks
 	healBackoff       time.Duration // first wait before a failed partition recovers
@@ -50,7 +52,10 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultMaxConnections  = 10000
-	DefaultDiskCheck       = time.Second
+
+	DefaultTransactionMaxTimeout    = 15 * time.Minute
+	DefaultTransactionSweepInterval = 10 * time.Second
+	DefaultDiskCheck                = time.Second
 )
 
 func defaultCfg() cfg {
@@ -64,6 +69,8 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		txnMaxTimeout:     DefaultTransactionMaxTimeout,
+		txnSweep:          DefaultTransactionSweepInterval,
 		diskWatermark:     -1,
 		diskInterval:      DefaultDiskCheck,
 		fs:                vfs.OS(),
@@ -97,6 +104,9 @@ func (c *cfg) validate() error {
 	}
 	if c.maxConns < 1 {
 		return fmt.Errorf("broker: MaxConnections %d must be at least 1", c.maxConns)
+	}
+	if c.txnMaxTimeout <= 0 || c.txnSweep <= 0 {
+		return fmt.Errorf("broker: TransactionMaxTimeout %v and TransactionSweepInterval %v must be positive", c.txnMaxTimeout, c.txnSweep)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -158,6 +168,17 @@ func CleanerInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.cleanerI
 // Registerer registers the broker's Prometheus metrics (and those of its
 // acceptors and group coordinator). Default: none.
 func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.registerer = r }) }
+
+// TransactionMaxTimeout bounds the transaction timeout a transactional
+// producer may ask for; InitProducerId beyond it gets
+// INVALID_TRANSACTION_TIMEOUT. Default 15 minutes
+// (transaction.max.timeout.ms).
+func TransactionMaxTimeout(d time.Duration) Opt { return opt(func(c *cfg) { c.txnMaxTimeout = d }) }
+
+// TransactionSweepInterval sets how often transactions past their timeout
+// are aborted (their producer fenced by an epoch bump). Default 10 s
+// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+func TransactionSweepInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.txnSweep = d }) }
 
 // DiskLowWatermark sets the free space (bytes) on the data directory's
 // filesystem below which produce is refused with KAFKA_STORAGE_ERROR

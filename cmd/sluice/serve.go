@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -44,6 +45,7 @@ beats the default.`,
 	fs.BoolVar(&o.autoCreate, "auto-create", true, "create unknown topics on metadata requests")
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", broker.DefaultTransactionMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
@@ -64,6 +66,7 @@ type serveOptions struct {
 	autoCreate              bool
 	partitions              int
 	logLevel                string
+	txnMaxTimeout           time.Duration
 	diskLow                 int64
 	http                    *serveHTTP
 }
@@ -86,6 +89,9 @@ func serve(ctx context.Context, o serveOptions) error {
 	default:
 		return usagef("serve: --fsync %q: want always, interval or never", o.fsync)
 	}
+	if o.txnMaxTimeout <= 0 {
+		return usagef("serve: --transaction-max-timeout %v: want a positive duration", o.txnMaxTimeout)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return usagef("serve: --log-level: %w", err)
@@ -107,6 +113,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.DefaultPartitions(int32(o.partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
+		broker.TransactionMaxTimeout(o.txnMaxTimeout),
 		broker.PartitionMetrics(o.http.partitionMetrics),
 		broker.LogRequests(o.http.logRequests),
 	}

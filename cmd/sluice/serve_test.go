@@ -169,6 +169,7 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
+		{nil, "serve --transaction-max-timeout 0s", `--transaction-max-timeout 0s: want a positive duration`},
 		{[]string{"SLUICE_CONFIG=/nonexistent/sluice.yaml"}, "serve", `config file: open /nonexistent/sluice.yaml`},
 		{nil, "serve --log-format yaml", `--log-format "yaml": want text or json`},
 		{[]string{"SLUICE_HTTP_ADMIN=sure"}, "serve", `SLUICE_HTTP_ADMIN="sure": want true or false`},

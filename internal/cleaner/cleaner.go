@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sluice/internal/batch"
 	"sluice/internal/storage"
 )
 
@@ -33,6 +34,21 @@ type Target struct {
 	MaxCompactionLag  time.Duration // <= 0: none
 	DeleteRetention   time.Duration
 	SegmentBytes      int64
+	// StableOffset, when set, returns the partition's last stable offset
+	// (first offset of its oldest open transaction, or the high
+	// watermark): only segments below it are compacted.
+	StableOffset func() int64
+	// Aborted, when set, reports a transactional batch of an aborted
+	// transaction (see storage.CleanOptions.Aborted).
+	Aborted func(h *batch.Header) bool
+}
+
+// maxOffset is t's bound for a pass (0: none).
+func (t *Target) maxOffset() int64 {
+	if t.StableOffset == nil {
+		return 0
+	}
+	return max(t.StableOffset(), 1) // 0 would mean "no bound"; offset 0 holds nothing cleanable
 }
 
 // Config sets up a Cleaner. Source is required.
@@ -183,6 +199,8 @@ func (c *Cleaner) RunOnce(ctx context.Context) bool {
 		DeleteRetention:    t.DeleteRetention,
 		TargetSegmentBytes: t.SegmentBytes,
 		Throttle:           lim.wait,
+		Aborted:            t.Aborted,
+		MaxOffset:          t.maxOffset(),
 	})
 	c.mu.Lock()
 	c.stats.CurrentlyCleaning = false
@@ -223,7 +241,7 @@ func (c *Cleaner) pick() (Target, bool) {
 	var best Target
 	bestScore, found := -1.0, false
 	for _, t := range c.cfg.Source() {
-		st, err := t.Log.CleanStats(now, t.MinCompactionLag)
+		st, err := t.Log.CleanStats(now, t.MinCompactionLag, t.maxOffset())
 		if err != nil {
 			continue // closed meanwhile
 		}

@@ -74,7 +74,7 @@ func TestPickDirtiest(t *testing.T) {
 	}
 	// A tombstone-free, fully cleaned log with a max lag qualifies only
 	// when dirty again.
-	st, err := fresh.CleanStats(time.Now(), 0)
+	st, err := fresh.CleanStats(time.Now(), 0, 0)
 	if err != nil || st.DirtyBytes == 0 {
 		t.Fatalf("fresh stats %+v %v", st, err)
 	}

@@ -40,11 +40,12 @@ import (
 //     old bytes: the replaced segments stay open until the next pass
 //     (or Close).
 //
-// Transactions: with CleanOptions.Aborted set, the records of aborted
-// transactions are removed and never count as a key's latest value.
-// Transaction markers are kept; removing them once no reader can need
-// them (KIP-98) is a follow-up, as is wiring Aborted to the partition's
-// aborted-transaction index when the transaction coordinator lands.
+// Transactions: with CleanOptions.Aborted set (the broker wires it to
+// the partition's aborted-transaction index), the records of aborted
+// transactions are removed and never count as a key's latest value;
+// CleanOptions.MaxOffset (the last stable offset) keeps an open
+// transaction's records out of the pass. Transaction markers are kept;
+// removing them once no reader can need them (KIP-98) is a follow-up.
 
 // CleanOptions are one compaction pass's settings, mirroring the topic
 // configs of the same names.
@@ -65,6 +66,11 @@ type CleanOptions struct {
 	// transaction index). Its records are then neither mapped as a key's
 	// latest value nor kept. Transaction markers are kept either way.
 	Aborted func(h *batch.Header) bool
+	// MaxOffset, when above 0, bounds the dirty section to segments that
+	// end at or below it: the partition's last stable offset, so that the
+	// records of a transaction still open are never taken for a key's
+	// latest value (nor the high watermark passed).
+	MaxOffset int64
 }
 
 // DefaultMaxCleanKeys bounds the keys one pass maps.
@@ -141,7 +147,7 @@ func releaseViews(vs []sealedView) {
 
 // dirtyRange returns the index range [from, to) of vs that a pass may
 // treat as dirty.
-func dirtyRange(vs []sealedView, firstDirty int64, now time.Time, minLag time.Duration) (from, to int) {
+func dirtyRange(vs []sealedView, firstDirty int64, now time.Time, minLag time.Duration, maxOffset int64) (from, to int) {
 	from = len(vs)
 	for i, v := range vs {
 		if v.next > firstDirty {
@@ -151,15 +157,15 @@ func dirtyRange(vs []sealedView, firstDirty int64, now time.Time, minLag time.Du
 	}
 	cutoff := now.Add(-minLag).UnixMilli()
 	to = from
-	for to < len(vs) && (minLag <= 0 || vs[to].ts <= cutoff) {
+	for to < len(vs) && (minLag <= 0 || vs[to].ts <= cutoff) && (maxOffset <= 0 || vs[to].next <= maxOffset) {
 		to++
 	}
 	return from, to
 }
 
 // CleanStats reports the log's clean and dirty bytes for a pass at now
-// with the given min.compaction.lag.ms.
-func (l *Log) CleanStats(now time.Time, minLag time.Duration) (CleanStats, error) {
+// with the given min.compaction.lag.ms and CleanOptions.MaxOffset.
+func (l *Log) CleanStats(now time.Time, minLag time.Duration, maxOffset int64) (CleanStats, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	vs, err := l.snapshotSealed()
@@ -168,7 +174,7 @@ func (l *Log) CleanStats(now time.Time, minLag time.Duration) (CleanStats, error
 	}
 	defer releaseViews(vs)
 	st := CleanStats{FirstDirty: l.firstDirtyLocked(), OldestDirty: -1}
-	from, to := dirtyRange(vs, st.FirstDirty, now, minLag)
+	from, to := dirtyRange(vs, st.FirstDirty, now, minLag, maxOffset)
 	for i, v := range vs {
 		switch {
 		case i < from:
@@ -250,7 +256,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	}
 	defer releaseViews(vs)
 	firstDirty := l.firstDirtyLocked()
-	from, to := dirtyRange(vs, firstDirty, o.Now, o.MinCompactionLag)
+	from, to := dirtyRange(vs, firstDirty, o.Now, o.MinCompactionLag, o.MaxOffset)
 	res.CleanedTo = firstDirty
 	if from == to && (l.tombstonesDue == 0 || o.Now.UnixMilli() < l.tombstonesDue) {
 		return res, nil // nothing dirty and no tombstone to drop

@@ -452,14 +452,14 @@ func TestCleanLagAndAbort(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.UnixMilli(k.ts)
-	st, err := l.CleanStats(now, time.Hour)
+	st, err := l.CleanStats(now, time.Hour, 0)
 	if err != nil || st.DirtyBytes != 0 {
 		t.Fatalf("records younger than the lag count as dirty: %+v %v", st, err)
 	}
 	if res, err := l.Clean(context.Background(), CleanOptions{Now: now, MinCompactionLag: time.Hour}); err != nil || res.SegmentsWritten != 0 {
 		t.Fatalf("a pass cleaned records younger than min.compaction.lag.ms: %+v %v", res, err)
 	}
-	st, _ = l.CleanStats(now, 0)
+	st, _ = l.CleanStats(now, 0, 0)
 	if st.DirtyBytes == 0 || st.DirtyRatio() != 1 {
 		t.Fatalf("stats without a lag: %+v", st)
 	}
@@ -477,7 +477,7 @@ func TestCleanLagAndAbort(t *testing.T) {
 	if err != nil || throttled == 0 || res.RecordsRemoved == 0 {
 		t.Fatalf("pass: %+v %v, throttle called %d times", res, err, throttled)
 	}
-	st, _ = l.CleanStats(now, 0)
+	st, _ = l.CleanStats(now, 0, 0)
 	if st.DirtyBytes != 0 || st.FirstDirty != res.CleanedTo {
 		t.Fatalf("stats after a pass: %+v", st)
 	}

@@ -16,6 +16,12 @@ type Config struct {
 	RetentionAge   time.Duration // delete segments whose newest batch is older; <0 = unlimited; 0 = default 7 days (retention.ms)
 	IndexInterval  int           // bytes between sparse offset-index entries; default 4096 (index.interval.bytes)
 	Now            func() time.Time
+	// RetainFrom, if set, returns an offset retention must keep: a
+	// segment is removed only when every offset in it is below
+	// RetainFrom() (the partition's last stable offset, so that an open
+	// transaction's records and its place in the aborted-transaction
+	// index survive until the transaction ends).
+	RetainFrom func() int64
 	// Logger receives the log's warnings (a torn tail cut at Open, a
 	// failed log recovered); default: discard. Callers attach the topic
 	// and partition with Logger.With.
