@@ -277,10 +277,11 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 			break
 		}
 	}
-	// Each producer's last batch, which must survive even if emptied.
+	// Each producer's last data batch, which must survive even if
+	// emptied (its sequence numbers rebuild the producer's state).
 	p.lastOfPID = map[int64]int64{}
 	if err := l.ScanHeaders(0, func(h batch.Header) error {
-		if h.ProducerID >= 0 {
+		if h.ProducerID >= 0 && !h.Control() {
 			p.lastOfPID[h.ProducerID] = h.BaseOffset
 		}
 		return nil
