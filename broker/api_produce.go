@@ -85,6 +85,9 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			if err == nil {
 				hs, n, err = validateBatches(rp.Records, t.conf.maxMessageBytes)
 			}
+			if err == nil && t.conf.compact {
+				err = requireKeys(rt.Topic, rp.Partition, rp.Records)
+			}
 			var pend acceptor.Pending
 			if err == nil {
 				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1)
@@ -259,6 +262,9 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	p := t.parts[partition]
 	records := append([]byte(nil), batch...) // the acceptor writes base offsets in place
 	hs, n, err := validateBatches(records, t.conf.maxMessageBytes)
+	if err == nil && t.conf.compact {
+		err = requireKeys(topic, partition, records)
+	}
 	if err != nil {
 		return -1, err
 	}
