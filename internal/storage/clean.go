@@ -44,8 +44,16 @@ import (
 // the partition's aborted-transaction index), the records of aborted
 // transactions are removed and never count as a key's latest value;
 // CleanOptions.MaxOffset (the last stable offset) keeps an open
-// transaction's records out of the pass. Transaction markers are kept;
-// removing them once no reader can need them (KIP-98) is a follow-up.
+// transaction's records out of the pass. A transaction marker (COMMIT or
+// ABORT) goes, as in Kafka, once no batch of its transaction is left in
+// the log (the transaction's records were all compacted or aborted away)
+// and delete.retention.ms has passed since the pass that first cleaned
+// it, so a read_committed consumer that was part-way through the
+// transaction has had that long to read past it. A marker that is its
+// producer's last batch stays (it carries the producer's latest epoch),
+// and so does every marker whose transaction still has a batch (even an
+// emptied one): without its marker that batch would look like an open
+// transaction when the log is recovered.
 
 // CleanOptions are one compaction pass's settings, mirroring the topic
 // configs of the same names.
@@ -279,10 +287,13 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanResult, error) {
 	}
 	// Each producer's last data batch, which must survive even if
 	// emptied (its sequence numbers rebuild the producer's state).
-	p.lastOfPID = map[int64]int64{}
+	p.lastOfPID, p.lastAny, p.txnLeft = map[int64]int64{}, map[int64]int64{}, map[int64]bool{}
 	if err := l.ScanHeaders(0, func(h batch.Header) error {
 		if h.ProducerID >= 0 && !h.Control() {
 			p.lastOfPID[h.ProducerID] = h.BaseOffset
+		}
+		if h.ProducerID >= 0 {
+			p.lastAny[h.ProducerID] = h.BaseOffset
 		}
 		return nil
 	}); err != nil {
@@ -333,6 +344,10 @@ type pass struct {
 	marks      []cleanMark
 	latest     map[string]int64 // key -> latest offset in the dirty section
 	lastOfPID  map[int64]int64  // producer id -> base offset of its last batch
+	lastAny    map[int64]int64  // producer id -> base offset of its last batch, markers included
+	// txnLeft holds the producers whose current transaction (since their
+	// previous marker) still has a batch in the cleaned output.
+	txnLeft map[int64]bool
 	due        int64            // earliest time (unix ms) a kept tombstone may go; 0: none kept
 }
 
@@ -383,19 +398,41 @@ func (p *pass) keep(r *batch.Record, off int64) bool {
 		return false
 	}
 	if r.Value == nil {
-		at, cleaned := firstCleanedAt(p.marks, off)
-		if !cleaned || off >= p.firstDirty {
-			at = p.o.Now.UnixMilli() // cleaned for the first time by this pass
-		}
-		due := at + p.o.DeleteRetention.Milliseconds()
-		if cleaned && off < p.firstDirty && p.o.Now.UnixMilli() >= due {
-			return false
-		}
-		if p.due == 0 || due < p.due {
-			p.due = max(due, 1)
-		}
+		return !p.expired(off)
 	}
 	return true
+}
+
+// expired reports whether a tombstone or an empty transaction's marker at
+// off has outlived delete.retention.ms since the pass that first cleaned
+// it. When it has not, the time it will is noted in p.due, so that a
+// later pass comes back for it.
+func (p *pass) expired(off int64) bool {
+	at, cleaned := firstCleanedAt(p.marks, off)
+	if !cleaned || off >= p.firstDirty {
+		at = p.o.Now.UnixMilli() // cleaned for the first time by this pass
+	}
+	due := at + p.o.DeleteRetention.Milliseconds()
+	if cleaned && off < p.firstDirty && p.o.Now.UnixMilli() >= due {
+		return true
+	}
+	if p.due == 0 || due < p.due {
+		p.due = max(due, 1)
+	}
+	return false
+}
+
+// dropMarker decides whether the transaction marker h goes (see the
+// package comment on transactions) and starts its producer's next
+// transaction.
+func (p *pass) dropMarker(h *batch.Header) bool {
+	pid := h.ProducerID
+	left := p.txnLeft[pid]
+	delete(p.txnLeft, pid)
+	if pid < 0 || left || p.lastAny[pid] == h.BaseOffset {
+		return false
+	}
+	return p.expired(h.BaseOffset)
 }
 
 // cleanGroup rewrites one group of segments into one and swaps it in.
@@ -536,14 +573,31 @@ type segWriter struct {
 	interval int64
 	out      []byte // bytes not yet written to the file
 	pos      int64  // file position of out[0]
+	dropped  bool   // the last data batch went whole
 }
 
 // batch handles one batch of an old segment; changed reports that its
 // bytes differ from the original.
 func (w *segWriter) batch(h batch.Header, raw []byte) (changed bool, err error) {
 	if h.Control() {
+		if w.p.dropMarker(&h) {
+			return true, nil // its offset becomes a gap
+		}
 		return false, w.emit(raw)
 	}
+	changed, err = w.dataBatch(h, raw)
+	if err == nil && !w.dropped && h.Transactional() {
+		// Whatever stays of this batch (records, or the emptied batch
+		// kept for its producer's sake) keeps its transaction's marker.
+		w.p.txnLeft[h.ProducerID] = true
+	}
+	return changed, err
+}
+
+// dataBatch handles a data batch; it sets w.dropped when the batch went
+// whole.
+func (w *segWriter) dataBatch(h batch.Header, raw []byte) (changed bool, err error) {
+	w.dropped = false
 	aborted := w.p.aborted(&h)
 	total, kept := 0, 0
 	if err := batch.Records(&h, raw, func(r *batch.Record) error {
@@ -560,6 +614,7 @@ func (w *segWriter) batch(h batch.Header, raw []byte) (changed bool, err error) 
 	case kept == total:
 		return false, w.emit(raw)
 	case kept == 0 && !(h.ProducerID >= 0 && w.p.lastOfPID[h.ProducerID] == h.BaseOffset):
+		w.dropped = true
 		return true, nil // dropped whole: its offsets become a gap
 	}
 	nb, err := batch.Rewrite(nil, &h, raw, func(r *batch.Record) bool {

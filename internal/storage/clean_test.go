@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -563,5 +564,101 @@ func TestCleanDropsAbortedTransactions(t *testing.T) {
 		if o == 1 || o == 3 {
 			t.Fatalf("offset %d (aborted or superseded) survived: %v", o, offs)
 		}
+	}
+}
+
+// TestCleanRemovesEmptyTransactionMarkers: a marker whose transaction has
+// no batch left goes once delete.retention.ms has passed since it was
+// first cleaned; a marker whose transaction keeps a record, and a
+// producer's last batch, stay.
+func TestCleanRemovesEmptyTransactionMarkers(t *testing.T) {
+	m := vfs.NewMem()
+	l := mustOpen(t, m, dir, Config{SegmentBytes: 1 << 20, RetentionAge: -1})
+	defer l.Close()
+	var next int64
+	add := func(p batch.Params, key, value string) {
+		t.Helper()
+		p.BaseOffset = next
+		b, err := batch.Append(nil, &p, []batch.Record{{Timestamp: 1, Key: []byte(key), Value: []byte(value)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(b, nil); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	marker := func(pid int64, typ batch.ControlType) {
+		t.Helper()
+		if err := l.Append(batch.AppendMarker(nil, next, 0, batch.Marker{ProducerID: pid, Type: typ}), nil); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	txn := batch.Params{Transactional: true, ProducerID: 7, BaseSequence: 0}
+	plain := batch.Params{}.NoProducer()
+	add(txn, "a", "aborted")      // 0
+	marker(7, batch.ControlAbort) // 1: its transaction is removed whole
+	txn.BaseSequence = 1
+	add(txn, "a", "old")           // 2: superseded below
+	marker(7, batch.ControlCommit) // 3: its transaction is compacted away
+	add(plain, "a", "new")         // 4
+	txn.BaseSequence = 2
+	add(txn, "b", "kept")          // 5: the latest b
+	marker(7, batch.ControlCommit) // 6: its transaction keeps a record
+	txn.BaseSequence = 3
+	add(txn, "a", "aborted-again") // 7: aborted; kept emptied as producer 7's last data batch
+	marker(7, batch.ControlAbort)  // 8: its transaction keeps the emptied batch
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	aborted := func(h *batch.Header) bool { return h.BaseOffset == 0 || h.BaseOffset == 7 }
+	markers := func() []int64 {
+		t.Helper()
+		var offs []int64
+		if err := l.ScanHeaders(0, func(h batch.Header) error {
+			if h.Control() {
+				offs = append(offs, h.BaseOffset)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return offs
+	}
+	t0 := time.Now()
+	if _, err := l.Clean(context.Background(), CleanOptions{Now: t0, DeleteRetention: time.Hour, Aborted: aborted}); err != nil {
+		t.Fatal(err)
+	}
+	if got := markers(); !slices.Equal(got, []int64{1, 3, 6, 8}) {
+		t.Fatalf("markers after the first pass at %v, want all four until delete.retention.ms has passed", got)
+	}
+	if _, err := l.Clean(context.Background(), CleanOptions{Now: t0.Add(30 * time.Minute), DeleteRetention: time.Hour, Aborted: aborted}); err != nil {
+		t.Fatal(err)
+	}
+	if got := markers(); !slices.Equal(got, []int64{1, 3, 6, 8}) {
+		t.Fatalf("markers at %v half-way through delete.retention.ms", got)
+	}
+	if _, err := l.Clean(context.Background(), CleanOptions{Now: t0.Add(2 * time.Hour), DeleteRetention: time.Hour, Aborted: aborted}); err != nil {
+		t.Fatal(err)
+	}
+	if got := markers(); !slices.Equal(got, []int64{6, 8}) {
+		t.Fatalf("markers at %v after delete.retention.ms, want 6 (its transaction keeps b) and 8 (the producer's last batch)", got)
+	}
+	got := map[string]string{}
+	for _, r := range readRecords(t, l) {
+		if r.key == "a" || r.key == "b" { // the rest are the markers' control records
+			got[r.key] = string(r.value)
+		}
+	}
+	if got["a"] != "new" || got["b"] != "kept" {
+		t.Fatalf("records after compaction: %v", got)
+	}
+	// Recovery finds no open transaction: every batch left has its marker.
+	l.Close()
+	l2 := mustOpen(t, m, dir, Config{SegmentBytes: 1 << 20, RetentionAge: -1})
+	defer l2.Close()
+	if n := l2.NextOffset(); n != next {
+		t.Fatalf("reopened at %d, want %d", n, next)
 	}
 }
