@@ -5,7 +5,7 @@ package broker
 //
 //	FindCoordinator v0-4   JoinGroup v0-9       SyncGroup v0-5
 //	Heartbeat v0-4         LeaveGroup v0-5      OffsetCommit v0-8
-//	OffsetFetch v0-8       DescribeGroups v0-5  ListGroups v0-4
+//	OffsetFetch v0-8       DescribeGroups v0-5  ListGroups v0-5
 //	DeleteGroups v0-2      OffsetDelete v0
 //
 // Behaviour:
@@ -16,6 +16,8 @@ package broker
 //     internal log; commits to partitions that do not exist get
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //   - FindCoordinator for transactions gets COORDINATOR_NOT_AVAILABLE.
+//   - ListGroups v4+ filters by state (case-insensitive), v5+ by type
+//     (only "classic" groups exist).
 //   - Authorization (Kafka's table): JoinGroup, SyncGroup, Heartbeat,
 //     LeaveGroup need READ on the group; OffsetCommit READ on the group
 //     and each topic; OffsetFetch DESCRIBE on the group and each topic
@@ -93,7 +95,7 @@ func init() {
 		}
 		return resp, nil
 	})
-	register(kmsg.ListGroups.Int16(), 0, 4, func(r *request) (kmsg.Response, error) {
+	register(kmsg.ListGroups.Int16(), 0, 5, func(r *request) (kmsg.Response, error) {
 		resp := r.b.groups.ListGroups(r.ctx, r.kreq.(*kmsg.ListGroupsRequest))
 		if !r.allowedCluster(opDescribe) {
 			kept := resp.Groups[:0]

@@ -16,6 +16,7 @@ import (
 
 	"sluice/internal/acceptor"
 	"sluice/internal/auth"
+	"sluice/internal/cleaner"
 	"sluice/internal/groups"
 	"sluice/internal/storage"
 	"sluice/internal/txn"
@@ -54,6 +55,9 @@ type Broker struct {
 	// held across their file I/O. Readers of topics take only mu.
 	adminMu sync.Mutex
 	cluster clusterMeta // guarded by adminMu
+	// dyn is the dynamic broker configuration; stored under adminMu,
+	// loaded by anyone (see dynamic).
+	dyn atomic.Pointer[dynamicConfig]
 
 	mu     sync.RWMutex      // guards topics, byID, conns and lns
 	topics map[string]*topic // by name; a topic value's fields never change (see topic)
@@ -71,6 +75,10 @@ type Broker struct {
 	// txnc is the transaction coordinator, opened by Start after groups
 	// (nil before); atomic because partition acceptors read it.
 	txnc atomic.Pointer[txn.Coordinator]
+
+	// cleaner compacts the logs of compacted topics; started by New,
+	// closed by Close before the partitions.
+	cleaner *cleaner.Cleaner
 
 	lock vfs.Unlocker // the data directory's lock, held from New to the end of Close
 
@@ -169,6 +177,7 @@ func New(opts ...Opt) (*Broker, error) {
 		lock.Unlock()
 		return nil, err
 	}
+	b.startCleaner()
 	b.checkDisk()
 	go b.monitorDisk()
 	if c.registerer != nil {
@@ -419,6 +428,9 @@ func (b *Broker) Close() error {
 			if err := g.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))
 			}
+		}
+		if err := b.cleaner.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
 		errs = append(errs, b.closePartitions())
 		<-b.monitorDone

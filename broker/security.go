@@ -22,9 +22,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,16 +83,6 @@ func ParseListeners(listeners, advertised string) ([]Listener, error) {
 		out[i].Advertise = addr
 	}
 	return out, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func parseListener(s string) (proto, addr string, err error) {
@@ -391,4 +383,28 @@ func failDelay(n int, base time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, authFailMax)
+}
+
+// listenerConfigs returns Kafka's listeners and advertised.listeners
+// values for this broker (configured addresses; advertised ones as
+// bound after Start).
+func (b *Broker) listenerConfigs() (listeners, advertised string) {
+	b.mu.RLock()
+	lns := b.lns
+	b.mu.RUnlock()
+	var ls, as []string
+	for _, lc := range b.cfg.listeners {
+		ls = append(ls, lc.Protocol+"://"+lc.Addr)
+		adv := lc.Advertise
+		for _, l := range lns {
+			if l.Protocol == lc.Protocol {
+				adv = net.JoinHostPort(l.adv.host, strconv.Itoa(int(l.adv.port)))
+			}
+		}
+		if adv == "" {
+			adv = lc.Addr
+		}
+		as = append(as, lc.Protocol+"://"+adv)
+	}
+	return strings.Join(ls, ","), strings.Join(as, ",")
 }

@@ -50,7 +50,9 @@ consume, group, user, acl, bench) work against Sluice, Kafka or Redpanda:
 they take -b/--brokers (env SLUICE_BROKERS, default 127.0.0.1:9092) and
 --timeout, and connect over TLS and SASL with --tls-ca, --tls-cert and
 --tls-key, --sasl-mechanism, --user and --password (env SLUICE_TLS_CA,
-SLUICE_USER, SLUICE_PASSWORD).`,
+SLUICE_USER, SLUICE_PASSWORD). "sluice mirror" copies between two
+clusters (--from, --to); "sluice repair" checks a stopped broker's data
+directory.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -69,7 +71,7 @@ func runGroup(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		cmd.SetOut(cmd.ErrOrStderr())
 		cmd.Help()
-		return usageError{fmt.Errorf("%s: missing subcommand", cmd.CommandPath())}
+		return usageError{errors.New(strings.TrimPrefix(cmdName(cmd)+": missing subcommand", ": "))}
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
@@ -96,8 +98,14 @@ func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
 		if len(args) >= lo && (hi < 0 || len(args) <= hi) {
 			return nil
 		}
-		return usagef("%s: want %s, got %d argument(s) %q", cmd.CommandPath(), what, len(args), args)
+		return usagef("%s: want %s, got %d argument(s) %q", cmdName(cmd), what, len(args), args)
 	}
+}
+
+// cmdName is the command's path without the root's name ("topic list"),
+// as error messages name it after the "sluice: " that run prints.
+func cmdName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()), " ")
 }
 
 // run executes the command line args with the given streams and returns
