@@ -83,6 +83,17 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.DescribeTransactions.Int16(): {{opDescribe, resTxnID, ""}, {opDescribe, resTopic, "the transaction's partitions"}},
 	kmsg.ListTransactions.Int16():     {{opDescribe, resTxnID, "each transaction listed"}},
 
+	kmsg.AlterConfigs.Int16():               {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}},
+	kmsg.IncrementalAlterConfigs.Int16():    {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}},
+	kmsg.DeleteRecords.Int16():              {{opDelete, resTopic, ""}},
+	kmsg.DescribeLogDirs.Int16():            {{opDescribe, resCluster, ""}},
+	kmsg.OffsetForLeaderEpoch.Int16():       {{opDescribe, resTopic, "client"}, {opClusterAction, resCluster, "replica"}},
+	kmsg.ElectLeaders.Int16():               {{opAlter, resCluster, ""}},
+	kmsg.AlterPartitionAssignments.Int16():  {{opAlter, resCluster, ""}},
+	kmsg.ListPartitionReassignments.Int16(): {{opDescribe, resCluster, ""}},
+	kmsg.DescribeClientQuotas.Int16():       {{opDescribeConfigs, resCluster, ""}},
+	kmsg.AlterClientQuotas.Int16():          {{opAlterConfigs, resCluster, ""}},
+
 	kmsg.DescribeACLs.Int16():                 {{opDescribe, resCluster, ""}},
 	kmsg.CreateACLs.Int16():                   {{opAlter, resCluster, ""}},
 	kmsg.DeleteACLs.Int16():                   {{opAlter, resCluster, ""}},

@@ -243,6 +243,32 @@ func authzSamples() map[int16]struct {
 	dtx.TransactionalIDs = []string{"tx"}
 	add(dtx, 0, true)
 	add(kmsg.NewPtrListTransactionsRequest(), 1, false)
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	ac.ValidateOnly = true
+	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}}
+	add(ac, 1, true)
+	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	iac.ValidateOnly = true
+	iac.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}}
+	add(iac, 1, true)
+	dr := kmsg.NewPtrDeleteRecordsRequest()
+	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+	add(dr, 1, true)
+	add(kmsg.NewPtrDescribeLogDirsRequest(), 3, true)
+	ofl := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ofl.ReplicaID = -1
+	ofl.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetForLeaderEpochRequestTopicPartition{{Partition: 0, LeaderEpoch: 0, CurrentLeaderEpoch: -1}}}}
+	add(ofl, 3, true)
+	el := kmsg.NewPtrElectLeadersRequest()
+	el.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	add(el, 2, true)
+	apa := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	add(apa, 0, true)
+	add(kmsg.NewPtrListPartitionReassignmentsRequest(), 0, true)
+	add(kmsg.NewPtrDescribeClientQuotasRequest(), 1, true)
+	acq := kmsg.NewPtrAlterClientQuotasRequest()
+	acq.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user"}}}}
+	add(acq, 1, true)
 	dgs := kmsg.NewPtrDeleteGroupsRequest()
 	dgs.Groups = []string{"g"}
 	add(dgs, 1, true)
