@@ -11,7 +11,7 @@
 //	Ongoing ──EndTxn──> Prepare{Commit,Abort}  (fsynced: the decision)
 //	        ──markers on every partition, fsynced──┐ at the same time
 //	        ──commit only: staged offsets written to the group, fsynced──┘
-//	        ──> Complete{Commit,Abort}          (written; fsynced with the next record)
+//	        ──> Complete{Commit,Abort}          (in memory; written by the id's next record, the sweep or Close)
 //
 // A commit whose partitions all carry their Since offsets (see Txn) writes
 // the PrepareCommit decision and the COMMIT markers at the same time, so
@@ -106,6 +106,10 @@ type entry struct {
 	// Coordinator.mu, never while holding it.
 	op sync.Mutex
 	t  *Txn // guarded by Coordinator.mu; nil until the first state is durable
+	// dirty (guarded by Coordinator.mu): t is a Complete state not yet in
+	// the log. The id's next record supersedes it; the sweep and Close
+	// write it for ids that stay idle.
+	dirty bool
 }
 
 // Coordinator is the transaction coordinator.
@@ -221,6 +225,7 @@ func (c *Coordinator) persist(e *entry, t *Txn) error {
 	return c.log.Append([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
 		c.mu.Lock()
 		c.publishLocked(e, t)
+		e.dirty = false
 		c.mu.Unlock()
 	})
 }
@@ -231,8 +236,26 @@ func (c *Coordinator) write(e *entry, t *Txn) error {
 	return c.log.Write([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
 		c.mu.Lock()
 		c.publishLocked(e, t)
+		e.dirty = false
 		c.mu.Unlock()
 	})
+}
+
+// flushDirty writes the Complete states not yet in the log (see
+// entry.dirty), without waiting for their fsync.
+func (c *Coordinator) flushDirty() {
+	for _, e := range c.entries() {
+		e.op.Lock()
+		c.mu.Lock()
+		t, dirty := e.t, e.dirty
+		c.mu.Unlock()
+		if dirty {
+			if err := c.write(e, t.clone()); err != nil {
+				c.cfg.Logger.Warn("txn: writing a completed transaction's state failed", "transactional_id", t.ID, "err", err)
+			}
+		}
+		e.op.Unlock()
+	}
 }
 
 // current returns the entry's published state (nil if none).
@@ -265,6 +288,7 @@ func (c *Coordinator) Close() error {
 		c.mu.Unlock()
 		close(c.stop)
 		<-c.done
+		c.flushDirty()
 		c.closeErr = c.log.Close()
 	})
 	return c.closeErr
@@ -341,6 +365,7 @@ func (c *Coordinator) sweepLoop() {
 		case <-c.stop:
 			return
 		case <-tk.C:
+			c.flushDirty()
 			for _, e := range c.entries() {
 				if c.isClosed() {
 					return
@@ -482,12 +507,22 @@ func (c *Coordinator) complete(e *entry, p *Txn) error {
 		d.State = CompleteCommit
 	}
 	d.Partitions, d.Since, d.Offsets, d.StartMs = nil, nil, nil, -1
-	// The Complete state need not be durable before EndTxn answers: the
-	// decision, markers and offsets already are, and if a crash loses it
-	// recovery finds the Prepare state and finishes again (markers are
-	// skipped where written, offsets are not written over newer commits).
-	// The next durable record of the log makes it durable too.
-	return c.write(e, d)
+	// The Complete state need not be in the log before EndTxn answers:
+	// the decision, markers and offsets are durable, and if a crash loses
+	// it recovery finds the Prepare state (or, for a commit whose markers
+	// overlapped its decision, Ongoing with COMMIT markers) and finishes
+	// again (markers are skipped where written, offsets are not written
+	// over newer commits). It is not even written now: the id's next
+	// state record (its next transaction's first AddPartitionsToTxn, an
+	// InitProducerId) supersedes it, and writing it would cost the log an
+	// fsync that the next durable record would wait behind. The sweep and
+	// Close write it for ids that stay idle.
+	d.UpdateMs = c.cfg.Now().UnixMilli()
+	c.mu.Lock()
+	c.publishLocked(e, d)
+	e.dirty = true
+	c.mu.Unlock()
+	return nil
 }
 
 // commitOffsets writes the staged offsets of p (PrepareCommit) to their
