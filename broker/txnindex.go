@@ -97,6 +97,21 @@ func (x *txnIndex) abortedIn(from, to int64) []kmsg.FetchResponseTopicPartitionA
 	return out
 }
 
+// abortedBatch reports whether the transactional data batch h belongs
+// to an aborted transaction: one of its producer's aborted transactions
+// spans its offset (the log cleaner removes those records).
+func (x *txnIndex) abortedBatch(h *batch.Header) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].last > h.BaseOffset })
+	for _, a := range x.aborted[i:] {
+		if a.pid == h.ProducerID && a.first <= h.BaseOffset {
+			return true
+		}
+	}
+	return false
+}
+
 // trim forgets aborted transactions whose marker is below start (removed
 // by retention).
 func (x *txnIndex) trim(start int64) {
