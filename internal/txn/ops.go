@@ -97,6 +97,12 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, pid int64, epoc
 			return -1, -1, codeConcurrent
 		}
 	case Ongoing:
+		if e.undecided {
+			// Recovery could not yet tell whether this transaction was
+			// being committed; the sweep retries. Until then it is
+			// neither aborted nor committed.
+			return -1, -1, codeConcurrent
+		}
 		// Fence the old incarnation: abort its transaction at a bumped epoch.
 		mepoch := t.Epoch
 		if mepoch < math.MaxInt16-1 {
@@ -117,7 +123,7 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, pid int64, epoc
 		}
 	}
 	nt.PrevPID, nt.PrevEpoch = orig.PID, orig.Epoch
-	nt.State, nt.TimeoutMs, nt.StartMs, nt.Partitions, nt.Offsets = Empty, timeoutMs, -1, nil, nil
+	nt.State, nt.TimeoutMs, nt.StartMs, nt.Partitions, nt.Since, nt.Offsets = Empty, timeoutMs, -1, nil, nil, nil
 	if err := c.persist(e, nt); err != nil {
 		return -1, -1, storageCode(err)
 	}
@@ -137,9 +143,9 @@ func (c *Coordinator) begin(id string, pid int64, epoch int16) (*entry, *Txn, in
 	e.op.Lock()
 	t := c.current(e)
 	code := checkProducer(t, pid, epoch)
-	if code == 0 && (t.State == PrepareCommit || t.State == PrepareAbort) {
+	if code == 0 && (t.State == PrepareCommit || t.State == PrepareAbort || e.undecided) {
 		// The previous EndTxn's markers are still being written (retried
-		// by the sweep).
+		// by the sweep), or recovery could not yet tell whether they were.
 		code = codeConcurrent
 	}
 	if code != 0 {
@@ -154,7 +160,7 @@ func (c *Coordinator) begin(id string, pid int64, epoch int16) (*entry, *Txn, in
 func (c *Coordinator) ongoing(t *Txn) *Txn {
 	nt := t.clone()
 	if t.State != Ongoing {
-		nt.State, nt.StartMs, nt.Partitions, nt.Offsets = Ongoing, c.cfg.Now().UnixMilli(), nil, nil
+		nt.State, nt.StartMs, nt.Partitions, nt.Since, nt.Offsets = Ongoing, c.cfg.Now().UnixMilli(), nil, nil, nil
 	}
 	return nt
 }
@@ -191,9 +197,15 @@ func (c *Coordinator) AddPartitions(id string, pid int64, epoch int16, parts []T
 	nt := c.ongoing(t)
 	changed := t.State != Ongoing
 	for _, tp := range parts {
-		if nt.add(tp) {
-			changed = true
+		if nt.has(tp) {
+			continue
 		}
+		since := int64(-1)
+		if c.cfg.EndOffset != nil {
+			since = c.cfg.EndOffset(tp.Topic, tp.Partition)
+		}
+		nt.add(tp, since)
+		changed = true
 	}
 	if changed {
 		if err := c.persist(e, nt); err != nil {
@@ -292,7 +304,17 @@ func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool) int
 	}
 	switch t.State {
 	case Ongoing:
-		if _, err := c.end(e, t, commit, t.Epoch); err != nil {
+		if e.undecided && !commit {
+			// Its commit may have written markers already (recovery could
+			// not read a partition yet): only a commit is safe until the
+			// sweep has looked again.
+			return codeConcurrent
+		}
+		end := c.end
+		if commit && c.overlaps(t) {
+			end = c.endOverlapped
+		}
+		if _, err := end(e, t, commit, t.Epoch); err != nil {
 			c.cfg.Logger.Warn("txn: ending a transaction failed", "transactional_id", id, "commit", commit, "err", err)
 			if cur := c.current(e); cur.State == PrepareAbort || cur.State == PrepareCommit {
 				return codeConcurrent // decided; the sweep completes it
