@@ -54,6 +54,7 @@ type conn struct {
 	// handlers it runs; requests copy the principal).
 	lis       *listener
 	principal string       // who the connection acts as (see security.go)
+	internal  bool         // from InternalConn: ACLs do not apply
 	authed    bool         // SASL listener: the SASL exchange succeeded
 	sasl      auth.Session // the SASL exchange after SaslHandshake
 	saslRaw   bool         // SaslHandshake v0: the next frames are bare SASL tokens
@@ -371,7 +372,7 @@ func (c *conn) dispatch(frame []byte) error {
 	if err := c.admit(h.key); err != nil {
 		return err
 	}
-	r := &request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, kreq: req}
+	r := &request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, internal: c.internal, kreq: req}
 	serve := func() {
 		defer close(p.done)
 		p.resp, p.err = apis[h.key].h(r)

@@ -18,6 +18,8 @@ type request struct {
 	c        *conn // the connection; its SASL state is the read loop's (SASL handlers run there)
 	// principal is who the request acts as, for the authorizer.
 	principal string
+	// internal is set for InternalConn's connections: ACLs do not apply.
+	internal bool
 	// closeAfter, set by a handler, closes the connection once its
 	// response is written (a failed authentication).
 	closeAfter error
