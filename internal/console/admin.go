@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxBodyBytes bounds a mutation's JSON body.
@@ -75,6 +76,13 @@ func (s *Server) apiCreateTopic(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("name is required"))
 		return
 	}
+	// CreateTopics: CREATE on the cluster, or on the topic.
+	if !s.may(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, clusterName) {
+		if err := s.need(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, req.Name); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	if req.Partitions == 0 {
 		req.Partitions = -1 // the broker's default
 	}
@@ -97,6 +105,10 @@ func (s *Server) apiCreateTopic(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) apiDeleteTopic(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("topic")
+	if err := s.need(r, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	ctx, cancel := contextFor(r, 15*time.Second)
 	defer cancel()
 	resp, err := s.adm.DeleteTopic(ctx, name)
@@ -125,6 +137,15 @@ func (s *Server) apiResetGroup(w http.ResponseWriter, r *http.Request) {
 		Offset     int64   `json:"offset"`
 	}
 	if err := decodeBody(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	// OffsetCommit: READ on the group and on the topic.
+	if err := s.need(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, group); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.need(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, req.Topic); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -15,9 +15,10 @@ package console
 //	DELETE /api/v1/topics/{topic}                                                 (admin)
 //	POST   /api/v1/groups/{group}/reset          {"topic","partitions","to":"earliest|latest|offset","offset"} (admin)
 //
-// Errors are {"error": "..."} with 400 (bad parameter), 403 (admin
-// off), 404 (unknown topic, partition, group or route), 409 (Kafka
-// refused a mutation) or 5xx. Lists and record reads are bounded:
+// Errors are {"error": "..."} with 400 (bad parameter), 401 (no or a
+// wrong login, with SASL on), 403 (admin off, or the user's ACLs refuse
+// it: see access.go), 404 (unknown topic, partition, group or route),
+// 409 (Kafka refused a mutation) or 5xx. Lists and record reads are bounded:
 // larger limits are cut to the maximum, which the response reports.
 
 import (
@@ -29,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/broker"
 )
@@ -122,6 +125,9 @@ type clusterInfo struct {
 	ReadyError  string   `json:"ready_error,omitempty"`
 	Admin       bool     `json:"admin"`
 	User        string   `json:"user,omitempty"`
+	// Authorization: the broker checks ACLs, and the console applies
+	// them to User (or to ANONYMOUS without a login).
+	Authorization bool `json:"authorization"`
 	Features    []string `json:"features"` // console pages the broker supports
 	Connections int64    `json:"connections"`
 	SampleMs    int64    `json:"sample_ms"`
@@ -133,6 +139,8 @@ func (s *Server) apiCluster(w http.ResponseWriter, r *http.Request) {
 		Ready:    true,
 		Admin:    s.cfg.Admin,
 		User:     User(r.Context()),
+
+		Authorization: s.b.AuthorizationEnabled(),
 		Features: []string{"overview", "topics", "groups"},
 		SampleMs: s.cfg.SampleEvery.Milliseconds(),
 	}
@@ -160,7 +168,7 @@ func (s *Server) apiHistory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("at most %d series and prefixes", maxHistorySeries))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.hist.query(names, prefixes, maxHistorySeries))
+	writeJSON(w, http.StatusOK, s.hist.query(names, prefixes, maxHistorySeries, s.seriesAllowed(r)))
 }
 
 // topicRow is one row of the topics table.
@@ -187,12 +195,16 @@ func (s *Server) apiTopics(w http.ResponseWriter, r *http.Request) {
 		if q != "" && !strings.Contains(strings.ToLower(t.Name), q) {
 			continue
 		}
+		if !s.may(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+			continue // Kafka's Metadata leaves such topics out too
+		}
 		total++
 		if int64(len(rows)) >= limit {
 			continue
 		}
 		records, size, _ := t.Totals()
 		rate, _ := s.hist.latest(topicSeries(t.Name, "in.records"))
+		s.hideConfigs(r, &t)
 		rows = append(rows, topicRow{
 			Name: t.Name, Partitions: len(t.Partitions), Records: records, SizeBytes: size,
 			RetentionMs: t.Config("retention.ms"), CleanupPolicy: t.Config("cleanup.policy"), ProduceRate: rate,
@@ -201,17 +213,56 @@ func (s *Server) apiTopics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"topics": rows, "total": total, "limit": limit})
 }
 
-func (s *Server) topic(r *http.Request) (broker.TopicInfo, error) {
+// topic is the request's {topic}, which the user must be allowed op
+// on (checked first, so that a refusal says nothing of existence); its
+// configs are left out without DESCRIBE_CONFIGS.
+func (s *Server) topic(r *http.Request, op kmsg.ACLOperation) (broker.TopicInfo, error) {
 	name := r.PathValue("topic")
+	if err := s.need(r, op, kmsg.ACLResourceTypeTopic, name); err != nil {
+		return broker.TopicInfo{}, err
+	}
 	t, ok := s.b.Topic(name)
 	if !ok {
 		return t, notFound("topic %q does not exist", name)
 	}
+	s.hideConfigs(r, &t)
 	return t, nil
 }
 
+// hideConfigs empties t's configs unless the user may DESCRIBE_CONFIGS
+// the topic, as DescribeConfigs would refuse them.
+func (s *Server) hideConfigs(r *http.Request, t *broker.TopicInfo) {
+	if !s.may(r, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, t.Name) {
+		t.Configs = []broker.ConfigEntry{}
+	}
+}
+
+// visibleGroup is g with only the offsets of topics the user may
+// DESCRIBE (as OffsetFetch answers), its lag summed over those.
+func (s *Server) visibleGroup(r *http.Request, g broker.GroupInfo) broker.GroupInfo {
+	if !s.b.AuthorizationEnabled() {
+		return g
+	}
+	offs := make([]broker.GroupOffsetInfo, 0, len(g.Offsets))
+	allowed := map[string]bool{}
+	g.Lag = 0
+	for _, o := range g.Offsets {
+		ok, seen := allowed[o.Topic]
+		if !seen {
+			ok = s.may(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, o.Topic)
+			allowed[o.Topic] = ok
+		}
+		if ok {
+			offs = append(offs, o)
+			g.Lag += o.Lag
+		}
+	}
+	g.Offsets = offs
+	return g
+}
+
 func (s *Server) apiTopic(w http.ResponseWriter, r *http.Request) {
-	t, err := s.topic(r)
+	t, err := s.topic(r, kmsg.ACLOperationDescribe)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -221,7 +272,7 @@ func (s *Server) apiTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiPartitions(w http.ResponseWriter, r *http.Request) {
-	t, err := s.topic(r)
+	t, err := s.topic(r, kmsg.ACLOperationDescribe)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -242,6 +293,10 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]row, 0, len(gs))
 	for _, g := range gs {
+		if !s.may(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, g.ID) {
+			continue // as ListGroups leaves them out
+		}
+		g = s.visibleGroup(r, g)
 		topics := map[string]bool{}
 		for _, o := range g.Offsets {
 			topics[o.Topic] = true
@@ -263,9 +318,14 @@ type memberInfo struct {
 
 func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("group")
+	if err := s.need(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, id); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	var gi *broker.GroupInfo
 	for _, g := range s.b.Groups() {
 		if g.ID == id {
+			g = s.visibleGroup(r, g)
 			gi = &g
 			break
 		}

@@ -4,11 +4,21 @@
 //
 // The console reads the broker through its read-only monitoring view
 // (broker.Info, Topics, Groups, Stats) and, for what Kafka clients see
-// (records, group members), through an in-process Kafka client
-// connected to the broker, so it shows what a client would. Mutations
+// (records, group members), through a Kafka client speaking the Kafka
+// protocol to the broker, so it shows what a client would. Mutations
 // (create and delete topics, reset group offsets) are off unless
 // Config.Admin is set and go through the same Kafka requests a client
 // sends (CreateTopics, DeleteTopics, OffsetCommit).
+//
+// Security: the Kafka client connects in process (broker.InternalConn,
+// over net.Pipe) as the broker itself, so it needs no TLS or SASL and
+// works whatever the listeners; ACLs do not apply to it. The console
+// applies them instead: when the broker has a SASL listener every page
+// and API route asks for HTTP Basic authentication against the broker's
+// SASL users, and with authorization on each route shows and does only
+// what the logged-in user's ACLs allow, as Kafka would decide the same
+// request (access.go has the table). /healthz, /readyz and /metrics stay
+// open for orchestrators and Prometheus.
 //
 // Routes:
 //
@@ -52,9 +62,10 @@ const (
 
 // Authenticator decides who makes a request. It returns the user name,
 // or ok=false after writing a response itself (401, or a redirect to a
-// login page). With SASL on, the broker's security layer supplies one
-// that checks a session against the SASL users; the user is available
-// to handlers through User(ctx) for ACL checks.
+// login page). With SASL on and no Authenticator given, the console
+// uses HTTP Basic authentication against the broker's SASL users
+// (access.go). The user is available to handlers through User(ctx), and
+// the broker's ACLs are applied to it.
 type Authenticator func(w http.ResponseWriter, r *http.Request) (user string, ok bool)
 
 // Config configures a Server.
@@ -72,10 +83,12 @@ type Config struct {
 	SampleEvery time.Duration
 	// History is the points kept per series. Default 1800 (an hour at 2 s).
 	History int
-	// Auth, when set, guards every route but /healthz and /readyz.
+	// Auth, when set, guards every route but /healthz, /readyz and
+	// /metrics. Nil: HTTP Basic authentication against the broker's SASL
+	// users when the broker has a SASL listener, else no login
+	// (access.go).
 	Auth Authenticator
-	// ClientOpts are added to the in-process Kafka client's options
-	// (SASL credentials once the broker requires them).
+	// ClientOpts are added to the in-process Kafka client's options.
 	ClientOpts []kgo.Opt
 }
 
@@ -112,8 +125,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Broker == nil {
 		return nil, errors.New("console: Config.Broker is nil")
 	}
-	addr := cfg.Broker.Addr()
-	if addr == "" {
+	if cfg.Broker.Addr() == "" {
 		return nil, errors.New("console: the broker has not started")
 	}
 	if cfg.Gatherer == nil {
@@ -128,16 +140,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.History <= 1 {
 		cfg.History = DefaultHistory
 	}
-	// The console's Kafka client always dials the broker's own listener,
-	// whatever address the broker advertises (a name for clients outside
-	// may not resolve, or route, from the broker's host).
-	local := localAddr(addr)
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	// The console's Kafka client talks to the broker in process, as the
+	// broker itself (broker.InternalConn): it works whatever the
+	// listeners' security and advertised addresses, and the console
+	// enforces its users' ACLs itself (access.go).
+	b := cfg.Broker
 	clOpt := append([]kgo.Opt{
-		kgo.SeedBrokers(local),
+		kgo.SeedBrokers("sluice-internal:0"), // not dialed: the Dialer connects in process
 		kgo.ClientID("sluice-console"),
-		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, network, local)
+		kgo.Dialer(func(context.Context, string, string) (net.Conn, error) {
+			return b.InternalConn()
 		}),
 	}, cfg.ClientOpts...)
 	kcl, err := kgo.NewClient(clOpt...)
@@ -154,6 +166,9 @@ func New(cfg Config) (*Server, error) {
 		clOpt: clOpt,
 		sem:   make(chan struct{}, 4),
 		stop:  make(chan struct{}),
+	}
+	if s.cfg.Auth == nil && b.SASLEnabled() {
+		s.cfg.Auth = newBasicLogin(s).authenticate
 	}
 	s.routes()
 	s.wg.Add(1)
@@ -293,17 +308,4 @@ func cacheFor(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		h.ServeHTTP(w, r)
 	})
-}
-
-// localAddr turns a listen address into one to dial: a wildcard host
-// (0.0.0.0, ::, empty) becomes the loopback address.
-func localAddr(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
 }

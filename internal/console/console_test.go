@@ -648,17 +648,3 @@ func TestAdvertisedAddressUnreachable(t *testing.T) {
 		t.Fatalf("records = %+v", page.Records)
 	}
 }
-
-func TestLocalAddr(t *testing.T) {
-	for in, want := range map[string]string{
-		"0.0.0.0:9092":    "127.0.0.1:9092",
-		"[::]:9092":       "127.0.0.1:9092",
-		":9092":           "127.0.0.1:9092",
-		"10.1.2.3:9092":   "10.1.2.3:9092",
-		"127.0.0.1:41000": "127.0.0.1:41000",
-	} {
-		if got := localAddr(in); got != want {
-			t.Errorf("localAddr(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -104,8 +104,9 @@ type Series struct {
 }
 
 // query returns the named series (unknown names are omitted) and every
-// series starting with one of prefixes, at most limit series in all.
-func (h *history) query(names, prefixes []string, limit int) Series {
+// series starting with one of prefixes, at most limit series in all,
+// leaving out those allow refuses (nil allows all).
+func (h *history) query(names, prefixes []string, limit int, allow func(string) bool) Series {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := Series{IntervalMs: h.every.Milliseconds(), Times: make([]int64, 0, h.n), Series: map[string][]*float64{}}
@@ -115,7 +116,7 @@ func (h *history) query(names, prefixes []string, limit int) Series {
 	}
 	add := func(name string) {
 		ring, ok := h.series[name]
-		if !ok || len(out.Series) >= limit {
+		if !ok || len(out.Series) >= limit || (allow != nil && !allow(name)) {
 			return
 		}
 		vals := make([]*float64, h.n)

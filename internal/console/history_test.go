@@ -15,7 +15,7 @@ func TestHistoryRing(t *testing.T) {
 	h.record(t0.Add(time.Second), map[string]float64{"a": 2, "b": 20})
 	h.record(t0.Add(2*time.Second), map[string]float64{"b": 30})
 	h.record(t0.Add(3*time.Second), map[string]float64{"a": 4, "b": 40}) // overwrites the first slot
-	s := h.query([]string{"a", "b", "missing"}, nil, 10)
+	s := h.query([]string{"a", "b", "missing"}, nil, 10, nil)
 	if len(s.Times) != 3 || s.Times[0] != t0.Add(time.Second).UnixMilli() || s.Times[2] != t0.Add(3*time.Second).UnixMilli() {
 		t.Fatalf("times = %v", s.Times)
 	}
@@ -42,11 +42,11 @@ func TestHistoryRing(t *testing.T) {
 	if v, ok := h.latest("b"); !ok || v != 40 {
 		t.Errorf("latest(b) = %v, %v", v, ok)
 	}
-	if s := h.query(nil, []string{"a", "b"}, 1); len(s.Series) != 1 {
+	if s := h.query(nil, []string{"a", "b"}, 1, nil); len(s.Series) != 1 {
 		t.Errorf("limit 1 gave %d series", len(s.Series))
 	}
 	h.forget("b")
-	if s := h.query(nil, []string{""}, 10); len(s.Series) != 1 {
+	if s := h.query(nil, []string{""}, 10, nil); len(s.Series) != 1 {
 		t.Errorf("after forget: %v", keys(s.Series))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Bounds of the message browser: a page holds at most maxRecords
@@ -66,7 +67,7 @@ func (s *Server) apiRecords(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readRecords(r *http.Request) (*recordsPage, error) {
-	t, err := s.topic(r)
+	t, err := s.topic(r, kmsg.ACLOperationRead)
 	if err != nil {
 		return nil, err
 	}
