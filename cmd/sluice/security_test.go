@@ -132,6 +132,7 @@ func TestREADMESecurity(t *testing.T) {
 	script, _, _ := strings.Cut(block, "```")
 	port := strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
 	script = strings.ReplaceAll(script, "9093", port)
+	script = strings.ReplaceAll(script, "9644", strings.TrimPrefix(freeAddr(t), "127.0.0.1:"))
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -152,14 +153,15 @@ func TestREADMESecurity(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", full)
 	cmd.Dir = dir
 	// SLUICE_HTTP= turns the console off, so that its default port (which
-	// another program may hold) does not matter here.
+	// another program may hold) does not matter here; the script's
+	// --http (on a free port) turns it on for its own broker.
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SLUICE_HTTP=")
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("README Security script: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
 	}
-	for _, want := range []string{"created user alice", "User:alice", "hello, securely"} {
+	for _, want := range []string{"created user alice", "User:alice", "hello, securely", "console without login: 401", `"name":"orders"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("README Security script output lacks %q:\n%s\nstderr:\n%s", want, out.String(), stderr.String())
 		}

@@ -59,9 +59,14 @@ func (h *serveHTTP) start(b *broker.Broker, reg *prometheus.Registry, logger *sl
 		con.Close()
 		return nil, fmt.Errorf("%w (choose another with --http, or turn it off with --http '')", err)
 	}
-	logger.Info("serving the console, metrics and health checks", "url", "http://"+addr+"/", "admin", h.admin)
-	if host, _, _ := net.SplitHostPort(addr); h.admin && !isLoopback(host) {
-		logger.Warn("the console's admin actions are open to anyone who reaches " + addr + ": it has no login yet; bind a loopback address or put access control in front")
+	logger.Info("serving the console, metrics and health checks", "url", "http://"+addr+"/", "admin", h.admin, "login", b.SASLEnabled(), "acls", b.AuthorizationEnabled())
+	if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+		switch {
+		case b.SASLEnabled():
+			logger.Warn("the console at " + addr + " receives SASL passwords over plain HTTP (Basic authentication): serve it through a TLS reverse proxy, or bind a loopback address")
+		case h.admin:
+			logger.Warn("the console's admin actions are open to anyone who reaches " + addr + ": without a SASL listener it has no login; bind a loopback address or put access control in front")
+		}
 	}
 	return con, nil
 }
