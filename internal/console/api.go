@@ -121,28 +121,28 @@ func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 // clusterInfo is GET /api/v1/cluster.
 type clusterInfo struct {
 	broker.Info
-	Ready       bool     `json:"ready"`
-	ReadyError  string   `json:"ready_error,omitempty"`
-	Admin       bool     `json:"admin"`
-	User        string   `json:"user,omitempty"`
+	Ready      bool   `json:"ready"`
+	ReadyError string `json:"ready_error,omitempty"`
+	Admin      bool   `json:"admin"`
+	User       string `json:"user,omitempty"`
 	// Authorization: the broker checks ACLs, and the console applies
 	// them to User (or to ANONYMOUS without a login).
-	Authorization bool `json:"authorization"`
-	Features    []string `json:"features"` // console pages the broker supports
-	Connections int64    `json:"connections"`
-	SampleMs    int64    `json:"sample_ms"`
+	Authorization bool     `json:"authorization"`
+	Features      []string `json:"features"` // console pages the broker supports
+	Connections   int64    `json:"connections"`
+	SampleMs      int64    `json:"sample_ms"`
 }
 
 func (s *Server) apiCluster(w http.ResponseWriter, r *http.Request) {
 	ci := clusterInfo{
-		Info:     s.b.Info(),
-		Ready:    true,
-		Admin:    s.cfg.Admin,
-		User:     User(r.Context()),
+		Info:  s.b.Info(),
+		Ready: true,
+		Admin: s.cfg.Admin,
+		User:  User(r.Context()),
 
 		Authorization: s.b.AuthorizationEnabled(),
-		Features: []string{"overview", "topics", "groups"},
-		SampleMs: s.cfg.SampleEvery.Milliseconds(),
+		Features:      []string{"overview", "topics", "groups"},
+		SampleMs:      s.cfg.SampleEvery.Milliseconds(),
 	}
 	ci.Connections = s.b.Stats().Connections
 	if err := s.b.Ready(); err != nil {
@@ -180,6 +180,9 @@ type topicRow struct {
 	RetentionMs   string  `json:"retention_ms"`
 	CleanupPolicy string  `json:"cleanup_policy"`
 	ProduceRate   float64 `json:"produce_rate"` // records/s over the last sample
+	// ConfigsHidden: the user may not DESCRIBE_CONFIGS the topic, so
+	// RetentionMs and CleanupPolicy are empty.
+	ConfigsHidden bool `json:"configs_hidden,omitempty"`
 }
 
 func (s *Server) apiTopics(w http.ResponseWriter, r *http.Request) {
@@ -204,10 +207,11 @@ func (s *Server) apiTopics(w http.ResponseWriter, r *http.Request) {
 		}
 		records, size, _ := t.Totals()
 		rate, _ := s.hist.latest(topicSeries(t.Name, "in.records"))
-		s.hideConfigs(r, &t)
+		hidden := s.hideConfigs(r, &t)
 		rows = append(rows, topicRow{
 			Name: t.Name, Partitions: len(t.Partitions), Records: records, SizeBytes: size,
 			RetentionMs: t.Config("retention.ms"), CleanupPolicy: t.Config("cleanup.policy"), ProduceRate: rate,
+			ConfigsHidden: hidden,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"topics": rows, "total": total, "limit": limit})
@@ -230,11 +234,14 @@ func (s *Server) topic(r *http.Request, op kmsg.ACLOperation) (broker.TopicInfo,
 }
 
 // hideConfigs empties t's configs unless the user may DESCRIBE_CONFIGS
-// the topic, as DescribeConfigs would refuse them.
-func (s *Server) hideConfigs(r *http.Request, t *broker.TopicInfo) {
+// the topic, as DescribeConfigs would refuse them; it reports whether
+// it did.
+func (s *Server) hideConfigs(r *http.Request, t *broker.TopicInfo) bool {
 	if !s.may(r, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, t.Name) {
 		t.Configs = []broker.ConfigEntry{}
+		return true
 	}
+	return false
 }
 
 // visibleGroup is g with only the offsets of topics the user may
@@ -268,7 +275,11 @@ func (s *Server) apiTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	records, size, tr := t.Totals()
-	writeJSON(w, http.StatusOK, map[string]any{"topic": t, "records": records, "size_bytes": size, "traffic": tr})
+	out := map[string]any{"topic": t, "records": records, "size_bytes": size, "traffic": tr}
+	if !s.may(r, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, t.Name) {
+		out["configs_hidden"] = true
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) apiPartitions(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -250,15 +253,16 @@ func TestSecureConsoleACLs(t *testing.T) {
 	if ts.Total != 1 || !slices.Equal(names(ts), []string{"orders"}) {
 		t.Fatalf("alice's topics = %+v", ts)
 	}
-	if ts.Topics[0].Records != 5 || ts.Topics[0].CleanupPolicy != "" {
+	if ts.Topics[0].Records != 5 || ts.Topics[0].CleanupPolicy != "" || !ts.Topics[0].ConfigsHidden {
 		t.Errorf("alice's orders row = %+v (configs need DESCRIBE_CONFIGS)", ts.Topics[0])
 	}
 	var one struct {
-		Topic   broker.TopicInfo
-		Records int64
+		Topic         broker.TopicInfo
+		Records       int64
+		ConfigsHidden bool `json:"configs_hidden"`
 	}
 	e.getAs(t, "/api/v1/topics/orders", alice, apw, &one)
-	if one.Records != 5 || len(one.Topic.Configs) != 0 {
+	if one.Records != 5 || len(one.Topic.Configs) != 0 || !one.ConfigsHidden {
 		t.Errorf("alice's orders = %+v", one)
 	}
 	var page recordsPage
@@ -331,7 +335,7 @@ func TestSecureConsoleACLs(t *testing.T) {
 
 	// The superuser sees and does everything.
 	e.getAs(t, "/api/v1/topics", admin, spw, &ts)
-	if !slices.Equal(names(ts), []string{"orders", "secret"}) || ts.Topics[1].CleanupPolicy != "delete" {
+	if !slices.Equal(names(ts), []string{"orders", "secret"}) || ts.Topics[1].CleanupPolicy != "delete" || ts.Topics[1].ConfigsHidden {
 		t.Fatalf("admin's topics = %+v", ts)
 	}
 	e.getAs(t, "/api/v1/topics/secret/partitions/0/records?limit=2", admin, spw, &page)
@@ -414,4 +418,37 @@ func (e *env) internalClient(t *testing.T) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// TestSecureConsoleInBrowser: logged in as alice, the console in
+// Chromium lists only the topic her ACLs let her describe, with its
+// configuration marked hidden, and browses its records.
+func TestSecureConsoleInBrowser(t *testing.T) {
+	e := newSecureEnv(t)
+	e.setup(t)
+	b := newBrowser(t, e.url)
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	login := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:alice-pw"))
+	if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": login}}); err != nil {
+		t.Fatal(err)
+	}
+	b.open("#/topics")
+	table := b.text("#topics-table")
+	if !strings.Contains(table, "orders") || strings.Contains(table, "secret") || !strings.Contains(table, "hidden") {
+		t.Errorf("alice's topics table: %s", table)
+	}
+	if s := b.text("#status"); !strings.Contains(s, "alice") {
+		t.Errorf("status bar does not name alice: %s", s)
+	}
+	b.noErrors("topics")
+	b.open("#/topics/orders")
+	b.wait(`document.querySelectorAll('#mb-table tr[data-offset]').length === 5`)
+	wantRange(t, b.offsets(), 0, 5)
+	if s := b.text("#configs"); !strings.Contains(s, "DESCRIBE_CONFIGS") {
+		t.Errorf("configs section: %s", s)
+	}
+	b.screenshot("topic-as-alice")
+	b.noErrors("topic")
 }

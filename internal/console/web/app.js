@@ -97,6 +97,9 @@ function duration(ms) {
   return (d ? d + "d " : "") + (d || h ? h + "h " : "") + m + "m " + s + "s";
 }
 
+// hiddenCell marks a value the user's ACLs do not let it see.
+function hiddenCell() { return el("span", { class: "muted", title: "needs DESCRIBE_CONFIGS on the topic" }, "hidden"); }
+
 function retention(ms) {
   const n = Number(ms);
   if (!ms || n < 0) return "forever";
@@ -217,7 +220,7 @@ async function topicsPage(main) {
     if (mine !== seq) return;
     fill(holder, table(["Name", "#Partitions", "#Records", "#Size", "Retention", "Cleanup", "#Produce rec/s"],
       d.topics.map((t) => row(el("a", { href: "#/topics/" + encodeURIComponent(t.name) }, t.name), num(t.partitions), num(t.records),
-        num(bytes(t.size_bytes)), retention(t.retention_ms), t.cleanup_policy, num(Number(t.produce_rate.toFixed(1)))))),
+        num(bytes(t.size_bytes)), t.configs_hidden ? hiddenCell() : retention(t.retention_ms), t.configs_hidden ? hiddenCell() : t.cleanup_policy, num(Number(t.produce_rate.toFixed(1)))))),
     d.total > d.topics.length ? el("p", { class: "muted" }, "Showing " + d.topics.length + " of " + d.total) : null);
   };
   q.addEventListener("input", () => load().catch(showError));
@@ -243,7 +246,7 @@ async function topicPage(main, name) {
   main.append(el("h1", {}, "Topic ", el("span", { id: "topic-name" }, t.name)));
   main.append(el("div", { class: "cards" },
     card("Partitions", t.partitions.length), card("Records", d.records.toLocaleString("en-US")), card("Size", bytes(d.size_bytes)),
-    card("Retention", retention(t.configs.find((c) => c.name === "retention.ms")?.value)), card("Topic id", t.id)));
+    card("Retention", d.configs_hidden ? hiddenCell() : retention(t.configs.find((c) => c.name === "retention.ms")?.value)), card("Topic id", t.id)));
   if (cluster && cluster.admin) {
     main.append(el("div", { class: "toolbar" }, el("button", {
       class: "danger", onclick: async () => {
@@ -265,7 +268,8 @@ async function topicPage(main, name) {
   const draw = async () => { const h = await history({ prefix: pre }); recs(h); byts(h); };
   await draw();
   main.append(el("h2", {}, "Messages"), browser(t));
-  main.append(el("h2", {}, "Configuration"), table(["Name", "Value", "Source"],
+  if (d.configs_hidden) main.append(el("h2", {}, "Configuration"), el("p", { class: "muted", id: "configs" }, "Your user may not see this topic's configuration (it needs DESCRIBE_CONFIGS on the topic)."));
+  else main.append(el("h2", {}, "Configuration"), table(["Name", "Value", "Source"],
     t.configs.map((c) => row(c.name, c.value, c.source === "DEFAULT_CONFIG" ? el("span", { class: "muted" }, "default") : "set on topic")), { id: "configs" }));
   every(refreshMs(), async () => {
     draw();
