@@ -23,9 +23,14 @@ type runState struct {
 	sinceSync int       // appends written since the last fsync started
 	failed    *failure  // set once; every later append fails with it
 
-	// The fsync runs on the sync goroutine (syncLoop), so the run
-	// goroutine keeps taking and writing appends meanwhile. At most one
-	// fsync is in flight; it covers every offset below syncTarget.
+	// An fsync runs inline on the run goroutine while appends arrive one
+	// at a time (a lone synchronous producer: no hand-off to wake), and
+	// on the sync goroutine (syncLoop) under load, so that the run
+	// goroutine keeps taking and writing appends meanwhile. overlap says
+	// which: it is set when appends arrived during the last fsync and
+	// cleared when one finds nothing new. At most one fsync is in
+	// flight; it covers every offset below syncTarget.
+	overlap    bool
 	syncing    bool
 	syncTarget int64     // written when the running fsync started
 	syncCount  int       // appends it covers that were written since the previous one
@@ -68,8 +73,9 @@ func (a *Acceptor) syncLoop() {
 // fsync), and only on a later turn that still finds the queue empty does
 // it start an fsync: writing gives producers a moment to refill the
 // queue, so that one fsync covers as many appends as possible (group
-// commit). The fsync runs on the sync goroutine while this one goes on
-// taking and writing appends, which the next fsync covers.
+// commit). Under load the fsync runs on the sync goroutine while this one
+// goes on taking and writing appends, which the next fsync covers; when
+// appends come one at a time it runs inline (see runState.overlap).
 func (a *Acceptor) loop() {
 	r := &a.run
 	defer close(a.done)
@@ -137,7 +143,11 @@ func (r *runState) idle() bool {
 		return true
 	}
 	if r.cfg.Policy == FsyncAlways && r.failed == nil && r.written > r.synced && !r.syncing {
-		r.startSync()
+		if r.overlap {
+			r.startSync()
+		} else {
+			r.syncInline()
+		}
 		return true
 	}
 	return false
@@ -305,10 +315,25 @@ func (r *runState) startSync() {
 	r.syncReq <- struct{}{}
 }
 
+// syncInline fsyncs everything written so far on the run goroutine and
+// releases what it made durable. Appends that arrived meanwhile (the
+// queue is not empty) mean load: the next fsyncs overlap with writes.
+func (r *runState) syncInline() {
+	r.syncing = true
+	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
+	r.syncStart = time.Now()
+	err := r.a.log.Sync()
+	r.finishSync(err)
+	r.overlap = len(r.a.queue) > 0
+}
+
 // finishSync takes the result of the running fsync and releases the
-// appends it made durable: those written before it started.
+// appends it made durable: those written before it started. An fsync
+// during which nothing new was written or queued ends the overlap: the
+// next one runs inline.
 func (r *runState) finishSync(err error) {
 	r.syncing = false
+	r.overlap = r.written > r.syncTarget || len(r.a.queue) > 0
 	r.cfg.Metrics.fsync(time.Since(r.syncStart), r.syncCount)
 	if r.failed != nil {
 		return // its waiters were failed already
