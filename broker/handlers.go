@@ -15,10 +15,6 @@ type request struct {
 	clientID string // client.id from the request header ("" when null)
 	host     string // the client's remote host
 	kreq     kmsg.Request
-	// taken, set for Produce, is called once every partition's append
-	// is queued in its acceptor (or has failed), so the connection
-	// may read its next request without reordering appends.
-	taken func()
 }
 
 // handler serves one API. It returns the response to write, or nil to
