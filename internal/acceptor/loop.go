@@ -3,6 +3,7 @@ package acceptor
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"sluice/internal/storage"
@@ -17,7 +18,8 @@ type runState struct {
 	written int64 // every offset below it has been written to the log
 	synced  int64 // every offset below it has been fsynced
 
-	buf       []byte    // coalescing buffer, capacity cfg.BufferSize, reused
+	buf       []byte    // coalescing buffer, capacity cfg.BufferSize, from bufPool while it holds bytes; nil otherwise
+	bufp      *[]byte   // the pool's handle on buf
 	pending   []*waiter // appends written by the next write: copied into buf, or about to be written as-is
 	unsynced  []*waiter // written durable appends waiting for fsync (FsyncAlways)
 	sinceSync int       // appends written since the last fsync started
@@ -45,7 +47,6 @@ type runState struct {
 
 func (r *runState) init(a *Acceptor) {
 	r.a, r.cfg = a, &a.cfg
-	r.buf = make([]byte, 0, a.cfg.BufferSize)
 	r.syncReq = make(chan struct{}, 1)
 	r.syncDone = make(chan error, 1)
 	r.syncExited = make(chan struct{})
@@ -56,6 +57,34 @@ func (r *runState) init(a *Acceptor) {
 		r.retainTick, stopRet = a.cfg.NewTicker(a.cfg.RetentionCheck)
 	}
 	r.stopTickers = func() { stopFlush(); stopRet() }
+}
+
+// bufPool holds coalescing buffers between uses, shared by every
+// acceptor: a partition holds one only while appends are being coalesced,
+// so memory follows the partitions busy at the moment, not all of them.
+var bufPool sync.Pool // of *[]byte
+
+// takeBuf gives the run goroutine an empty coalescing buffer.
+func (r *runState) takeBuf() {
+	if r.buf != nil {
+		return
+	}
+	if p, ok := bufPool.Get().(*[]byte); ok && cap(*p) == r.cfg.BufferSize {
+		r.buf, r.bufp = (*p)[:0], p
+		return
+	}
+	r.buf = make([]byte, 0, r.cfg.BufferSize)
+	r.bufp = new([]byte)
+}
+
+// dropBuf returns the (written) coalescing buffer to the pool.
+func (r *runState) dropBuf() {
+	if r.buf == nil {
+		return
+	}
+	*r.bufp = r.buf[:0]
+	bufPool.Put(r.bufp)
+	r.buf, r.bufp = nil, nil
 }
 
 // syncLoop is the sync goroutine, started and stopped by the run
@@ -223,7 +252,7 @@ func (r *runState) handle(w *waiter) {
 
 	n := len(req.Batches)
 	switch {
-	case r.cfg.NoCoalesce, n >= cap(r.buf), len(r.pending) == 0 && len(r.a.queue) == 0:
+	case r.cfg.NoCoalesce, n >= r.cfg.BufferSize, len(r.pending) == 0 && len(r.a.queue) == 0:
 		// Written as-is: coalescing is off, the append would fill the
 		// buffer on its own, or nothing else is waiting to share a write
 		// with it.
@@ -237,13 +266,14 @@ func (r *runState) handle(w *waiter) {
 		r.pending = append(r.pending, w)
 		r.write(req.Batches)
 	default:
-		if len(r.buf)+n > cap(r.buf) {
+		if len(r.buf)+n > r.cfg.BufferSize {
 			r.write(r.buf) // full: write it; this append starts the emptied buffer
 		}
 		if r.failed != nil {
 			r.release(w, r.failed)
 			return
 		}
+		r.takeBuf()
 		r.buf = append(r.buf, req.Batches...)
 		r.freed(w)
 		r.pending = append(r.pending, w)
@@ -275,7 +305,7 @@ func (r *runState) write(b []byte) {
 		err = r.a.log.Append(b)
 		r.cfg.Metrics.write(len(b), len(r.pending))
 	}
-	r.buf = r.buf[:0]
+	r.dropBuf()
 	pending := r.pending
 	r.pending = r.pending[:0]
 	if err != nil {
@@ -386,7 +416,8 @@ func (r *runState) fail(err error) {
 			list[i] = nil
 		}
 	}
-	r.pending, r.unsynced, r.buf = r.pending[:0], r.unsynced[:0], r.buf[:0]
+	r.pending, r.unsynced = r.pending[:0], r.unsynced[:0]
+	r.dropBuf()
 }
 
 // shutdown runs when Close is called and no more appends can be queued:
