@@ -34,10 +34,10 @@ func (o osFile) Write(p []byte) (int, error) {
 	return o.f.Write(p)
 }
 
-func (o osFile) Sync() error                             { return datasync(o.f) }
-func (o osFile) Truncate(size int64) error               { return o.f.Truncate(size) }
-func (o osFile) Close() error                            { return o.f.Close() }
-func (o osFile) OS() *os.File                            { return o.f }
+func (o osFile) Sync() error               { return datasync(o.f) }
+func (o osFile) Truncate(size int64) error { return o.f.Truncate(size) }
+func (o osFile) Close() error              { return o.f.Close() }
+func (o osFile) OS() *os.File              { return o.f }
 
 func (o osFile) Size() (int64, error) {
 	fi, err := o.f.Stat()

@@ -317,7 +317,7 @@ func TestMemCrashWriteAt(t *testing.T) {
 		for k < len(got) && k < len(after) && got[k] == after[k] {
 			k++
 		}
-		if len(got) != len(after) || got[k:] != ("head|"+zeros)[k:] {
+		if len(got) != len(after) || got[k:] != ("head|" + zeros)[k:] {
 			t.Fatalf("torn crash left %q: not a prefix of the new bytes over the old", got)
 		}
 		seen[got] = true
