@@ -17,6 +17,7 @@ type partitionLog interface {
 	NextOffset() int64
 	StartOffset() int64
 	ApplyRetention() (removed int, err error)
+	Preallocate() error
 }
 
 // Acceptor owns one partition's writes: one goroutine drains its queue.

@@ -117,6 +117,9 @@ func (f *fakeLog) Sync() error {
 	return nil
 }
 
+// Preallocate does nothing: the fake has no files.
+func (f *fakeLog) Preallocate() error { return nil }
+
 // StartOffset is 0: the fake never removes anything.
 func (f *fakeLog) StartOffset() int64 { return 0 }
 

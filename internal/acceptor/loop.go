@@ -23,6 +23,7 @@ type runState struct {
 	pending   []*waiter // appends written by the next write: copied into buf, or about to be written as-is
 	unsynced  []*waiter // written durable appends waiting for fsync (FsyncAlways)
 	sinceSync int       // appends written since the last fsync started
+	prepared  bool      // Preallocate ran since the last write
 	failed    *failure  // set once; every later append fails with it
 
 	// An fsync runs inline on the run goroutine while appends arrive one
@@ -116,6 +117,7 @@ func (a *Acceptor) loop() {
 	}
 	r.next = a.log.NextOffset()
 	r.written, r.synced = r.next, r.next
+	r.prepared = true // nothing written yet: an idle partition allocates nothing
 
 	for {
 		var w *waiter
@@ -164,18 +166,32 @@ func (a *Acceptor) loop() {
 }
 
 // idle runs when the queue is empty: it writes the buffer, or, if there
-// is nothing to write, fsyncs what was written (FsyncAlways). It reports
+// is nothing to write, fsyncs what was written (FsyncAlways), or, once
+// all is durable after writes, has the log write zeros ahead of its data
+// (Preallocate) so that the next fsyncs cover data only. It reports
 // whether it did anything.
 func (r *runState) idle() bool {
 	if len(r.pending) > 0 {
 		r.write(r.buf)
 		return true
 	}
-	if r.cfg.Policy == FsyncAlways && r.failed == nil && r.written > r.synced && !r.syncing {
+	if r.cfg.Policy != FsyncAlways || r.failed != nil || r.syncing {
+		return false
+	}
+	if r.written > r.synced {
 		if r.overlap {
 			r.startSync()
 		} else {
 			r.syncInline()
+		}
+		return true
+	}
+	if !r.prepared {
+		r.prepared = true
+		// A failure to write the zeros (a full disk) leaves the log
+		// healthy; appends then grow the file as they would anyway.
+		if err := r.a.log.Preallocate(); errors.Is(err, storage.ErrFailed) {
+			r.fail(err)
 		}
 		return true
 	}
@@ -319,6 +335,7 @@ func (r *runState) write(b []byte) {
 	}
 	r.written = pending[len(pending)-1].end
 	r.sinceSync += len(pending)
+	r.prepared = false
 	always := r.cfg.Policy == FsyncAlways
 	if !always {
 		// Published before any release, so that a released caller reads

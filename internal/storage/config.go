@@ -14,7 +14,11 @@ type Config struct {
 	RetentionBytes int64         // keep at most this many bytes; <0 or 0 = unlimited (retention.bytes, default -1)
 	RetentionAge   time.Duration // delete segments whose newest batch is older; <0 = unlimited; 0 = default 7 days (retention.ms)
 	IndexInterval  int           // bytes between sparse offset-index entries; default 4096 (index.interval.bytes)
-	Now            func() time.Time
+	// Preallocate is how many bytes of zeros Log.Preallocate keeps
+	// written and synced ahead of the active segment's data, so that an
+	// fsync after an append covers data only; default 256 KiB; <0 off.
+	Preallocate int64
+	Now         func() time.Time
 }
 
 // Defaults applied to zero Config fields.
@@ -23,6 +27,7 @@ const (
 	DefaultSegmentAge    = 7 * 24 * time.Hour
 	DefaultRetentionAge  = 7 * 24 * time.Hour
 	DefaultIndexInterval = 4096
+	DefaultPreallocate   = 256 << 10
 
 	// maxSegmentBytes bounds a segment so that index positions fit in 32 bits.
 	maxSegmentBytes = math.MaxUint32
@@ -47,6 +52,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IndexInterval < 0 {
 		return c, fmt.Errorf("storage: IndexInterval %d is negative", c.IndexInterval)
+	}
+	if c.Preallocate == 0 {
+		c.Preallocate = DefaultPreallocate
 	}
 	if c.Now == nil {
 		c.Now = time.Now
