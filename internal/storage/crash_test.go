@@ -113,7 +113,9 @@ func checkRecovered(t *testing.T, fs vfs.FS, cfg Config, w workload, what string
 // (every operation failing) from operation k on, and checks the crash
 // image at that point, with and without a torn last write.
 func TestCrashAtEveryBoundary(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { crashAtEveryBoundary(t, Config{SegmentBytes: 2 << 10, IndexInterval: 256, Preallocate: -1}) })
+	t.Run("plain", func(t *testing.T) {
+		crashAtEveryBoundary(t, Config{SegmentBytes: 2 << 10, IndexInterval: 256, Preallocate: -1})
+	})
 	// Appends written over zeros preallocated ahead of them: a crash
 	// leaves a zeroed tail, or part of a batch followed by zeros.
 	t.Run("preallocated", func(t *testing.T) {
