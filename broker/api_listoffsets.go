@@ -18,7 +18,6 @@ package broker
 //     leader epoch is always 0; CurrentLeaderEpoch is not checked.
 
 import (
-	"encoding/binary"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -134,38 +133,19 @@ func findRecord(p *partition, offset, hw int64, match func(int64) bool) (int64, 
 		}
 		return -1, -1, nil
 	}
-	off, ts, ok := scanRecords(raw[batch.HeaderSize:h.Size()], h.BaseTimestamp, match)
-	if !ok {
-		return -1, -1, nil
+	off, ts := int64(-1), int64(-1)
+	err = batch.Records(&h, raw, func(r *batch.Record) error {
+		if match(r.Timestamp) {
+			off, ts = h.BaseOffset+int64(r.OffsetDelta), r.Timestamp
+			return errFound
+		}
+		return nil
+	})
+	if err != nil && err != errFound {
+		return 0, 0, errCode(kerr.KafkaStorageError, "stored batch at offset %d: %v", offset, err)
 	}
-	return h.BaseOffset + off, ts, nil
+	return off, ts, nil
 }
 
-// scanRecords walks uncompressed records (length, attributes,
-// timestampDelta, offsetDelta, ...) and returns the offset delta and
-// timestamp of the first one whose timestamp matches.
-func scanRecords(b []byte, baseTs int64, match func(int64) bool) (offDelta, ts int64, ok bool) {
-	for len(b) > 0 {
-		n, k := binary.Varint(b)
-		if k <= 0 || n < 0 || int64(len(b)-k) < n {
-			return 0, 0, false
-		}
-		rec := b[k : k+int(n)]
-		b = b[k+int(n):]
-		if len(rec) < 1 {
-			return 0, 0, false
-		}
-		tsd, k1 := binary.Varint(rec[1:])
-		if k1 <= 0 {
-			return 0, 0, false
-		}
-		od, k2 := binary.Varint(rec[1+k1:])
-		if k2 <= 0 {
-			return 0, 0, false
-		}
-		if match(baseTs + tsd) {
-			return od, baseTs + tsd, true
-		}
-	}
-	return 0, 0, false
-}
+// errFound stops batch.Records at the record findRecord looks for.
+var errFound = errors.New("found")

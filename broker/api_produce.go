@@ -122,9 +122,9 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 // idempotent batches the producer-state check runs on the acceptor
 // goroutine, serialized with offset assignment (see producers.go).
 func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
-	// validateBatches has checked every CRC32C of these bytes, and only
-	// base offsets (outside the CRC) change from here on.
-	req := &acceptor.Request{Batches: records, Records: n, Durable: durable, Validated: true}
+	// validateBatches parsed these bytes once (CRC32C included); its
+	// headers travel with them to storage, which reads them no more.
+	req := &acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
 	for i := range hs {
 		if hs[i].Idempotent() {
 			req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }

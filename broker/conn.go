@@ -112,8 +112,11 @@ func (c *conn) setIdle(idle bool) bool {
 
 func (c *conn) serve() {
 	defer c.b.wg.Done()
-	defer c.b.dropConn(c)
+	// The connection slot is released before the socket is closed, so a
+	// client that sees the close can connect again at once, even at
+	// MaxConnections.
 	defer c.nc.Close()
+	defer c.b.dropConn(c)
 	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
 	go c.writeLoop(log)
 	defer func() {

@@ -14,8 +14,10 @@ import (
 // lastOffsetDelta+1, no batch larger than maxMessageBytes, no control or
 // transactional batch, idempotence fields consistent. It returns each
 // batch's header and the number of offsets the batches take. Compressed
-// batches are checked by header only and stored as they are. The error
-// carries the Kafka code for the partition.
+// batches are checked by header only and stored as they are. This is the
+// one parse of a produce batch: the headers go with the bytes through
+// acceptor.Request.Headers to storage, which do not read them again. The
+// error carries the Kafka code for the partition.
 func validateBatches(records []byte, maxMessageBytes int32) ([]batch.Header, int64, error) {
 	if len(records) == 0 {
 		return nil, 0, errCode(kerr.CorruptMessage, "no record batches")

@@ -2,12 +2,10 @@ package producer
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	recbatch "sluice/internal/batch"
 )
@@ -45,79 +43,53 @@ func (e *encoder) compressor(codec kgo.CompressionCodec) (kgo.Compressor, error)
 // no producer id (not idempotent), CRC32C set, and the records compressed
 // with codec when that makes them smaller. Records with a zero timestamp get
 // the batch's base timestamp, which is the first record's (or nowMs when the
-// first record has none).
+// first record has none). The bytes come from Sluice's one RecordBatch
+// encoder (internal/batch); codec's compressor (with its level) is kgo's.
 func (e *encoder) encode(dst []byte, recs []Record, codec kgo.CompressionCodec, nowMs int64) ([]byte, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("producer: cannot encode an empty batch")
+	}
+	c, err := e.compressor(codec)
+	if err != nil {
+		return nil, fmt.Errorf("producer: compression: %w", err)
 	}
 	base := nowMs
 	if !recs[0].Timestamp.IsZero() {
 		base = recs[0].Timestamp.UnixMilli()
 	}
-	maxTs := base
-	var body, scratch []byte
-	var kr kmsg.Record
+	brs := make([]recbatch.Record, len(recs))
+	var hdrs []recbatch.RecordHeader
 	for i := range recs {
 		r := &recs[i]
 		ts := base
 		if !r.Timestamp.IsZero() {
 			ts = r.Timestamp.UnixMilli()
 		}
-		maxTs = max(maxTs, ts)
-		kr = kmsg.Record{
-			TimestampDelta64: ts - base,
-			OffsetDelta:      int32(i),
-			Key:              r.Key,
-			Value:            r.Value,
-		}
+		br := recbatch.Record{Timestamp: ts, OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
 		if len(r.Headers) > 0 {
-			kr.Headers = make([]kmsg.Header, len(r.Headers))
-			for j, h := range r.Headers {
-				kr.Headers[j] = kmsg.Header{Key: h.Key, Value: h.Value}
+			at := len(hdrs)
+			for _, h := range r.Headers {
+				hdrs = append(hdrs, recbatch.RecordHeader{Key: h.Key, Value: h.Value})
 			}
+			br.Headers = hdrs[at:len(hdrs):len(hdrs)]
 		}
-		// The record's length prefix counts the bytes after it: encode with
-		// a zero length (one byte), then copy it behind the real one.
-		scratch = kr.AppendTo(scratch[:0])
-		body = binary.AppendVarint(body, int64(len(scratch)-1))
-		body = append(body, scratch[1:]...)
+		brs[i] = br
 	}
-
-	var attrs int16
-	if c, err := e.compressor(codec); err != nil {
-		return nil, fmt.Errorf("producer: compression: %w", err)
-	} else if c != nil {
+	p := recbatch.Params{PartitionLeaderEpoch: -1, SkipCodecIfLarger: true}.NoProducer()
+	if c != nil {
 		buf, _ := e.bufs.Get().(*bytes.Buffer)
 		if buf == nil {
 			buf = new(bytes.Buffer)
 		}
-		buf.Reset()
-		out, typ := c.Compress(buf, body)
-		if out != nil && len(out) < len(body) {
-			body = append([]byte(nil), out...)
-			attrs = int16(typ)
+		defer e.bufs.Put(buf)
+		p.Compress = func(src []byte) ([]byte, recbatch.Codec) {
+			buf.Reset()
+			out, typ := c.Compress(buf, src)
+			if out == nil {
+				return nil, recbatch.CodecNone
+			}
+			return out, recbatch.Codec(typ)
 		}
-		e.bufs.Put(buf)
 	}
-
-	rb := kmsg.RecordBatch{
-		FirstOffset:          0,
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		Attributes:           attrs,
-		LastOffsetDelta:      int32(len(recs) - 1),
-		FirstTimestamp:       base,
-		MaxTimestamp:         maxTs,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(recs)),
-		Records:              body,
-	}
-	start := len(dst)
-	dst = rb.AppendTo(dst)
-	b := dst[start:]
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-recbatch.LengthOffset))
-	binary.BigEndian.PutUint32(b[17:], recbatch.Checksum(b))
-	return dst, nil
+	return recbatch.Append(dst, &p, brs)
 }

@@ -176,4 +176,3 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
-

@@ -6,13 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"sluice/internal/batch"
 	"sluice/internal/storage"
 )
 
 // partitionLog is what the acceptor needs of a partition log; *storage.Log
 // implements it, and unit tests substitute fakes.
 type partitionLog interface {
-	Append(buf []byte) error
+	Append(buf []byte, hs []batch.Header) error
 	Sync() error
 	NextOffset() int64
 	StartOffset() int64

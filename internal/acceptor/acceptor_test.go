@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"sluice/internal/batch"
 )
 
 // fixture is an acceptor on a fake log with hand-driven tickers.
@@ -485,52 +487,75 @@ func TestBadRequest(t *testing.T) {
 	c := goAppend(context.Background(), fx.a, r, o).wait(t)
 	checkData(t, fx.f.data, c)
 
-	// Validated skips only the CRC: framing errors are still rejected.
-	for _, tt := range tests {
-		if tt.req == nil || tt.name == "bad crc" {
-			continue
-		}
-		t.Run("validated/"+tt.name, func(t *testing.T) {
-			req := *tt.req
-			req.Validated = true
-			if _, err := fx.a.Append(context.Background(), &req); !errors.Is(err, ErrBadRequest) {
+	// Headers from the caller are trusted but must add up to the bytes.
+	hs, _ := parse(t, good.Batches)
+	two := append(append([]byte(nil), good.Batches...), good.Batches...)
+	for _, tt := range []struct {
+		name string
+		req  *Request
+	}{
+		{"headers/too few", &Request{Batches: two, Headers: hs}},
+		{"headers/too many", &Request{Batches: good.Batches, Headers: append(append([]batch.Header(nil), hs...), hs...)}},
+		{"headers/records disagree", &Request{Batches: good.Batches, Headers: hs, Records: 5}},
+		{"headers/negative lastOffsetDelta", &Request{Batches: good.Batches, Headers: []batch.Header{func() batch.Header { h := hs[0]; h.LastOffsetDelta = -2; return h }()}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := fx.a.Append(context.Background(), tt.req); !errors.Is(err, ErrBadRequest) {
 				t.Fatalf("err %v, want ErrBadRequest", err)
 			}
 		})
 	}
-	badMagic := append([]byte(nil), good.Batches...)
-	badMagic[16] = 1
-	t.Run("validated/bad magic", func(t *testing.T) {
-		if _, err := fx.a.Append(context.Background(), &Request{Batches: badMagic, Validated: true}); !errors.Is(err, ErrBadRequest) {
-			t.Fatalf("err %v, want ErrBadRequest", err)
-		}
-	})
 	ops, _, _ := fx.f.snapshot()
 	if sizes, _ := appendOps(ops); len(sizes) != 1 {
 		t.Fatalf("writes %v after rejected appends, want only the good one", sizes)
 	}
 }
 
-func TestValidatedSkipsCRC(t *testing.T) {
+// parse validates b with batch.Split, as the broker does, and returns the
+// headers.
+func parse(t *testing.T, b []byte) ([]batch.Header, int64) {
+	t.Helper()
+	var hs []batch.Header
+	var n int64
+	if _, err := batch.Split(b, func(h batch.Header, _ []byte) error {
+		hs = append(hs, h)
+		n += int64(h.LastOffsetDelta) + 1
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return hs, n
+}
+
+// TestHeadersSkipParse: with the caller's headers, the acceptor neither
+// re-parses nor re-checksums the bytes (the broker did both once). A
+// batch whose value bytes change after parsing is written as it is, and
+// the headers handed to the log carry the assigned base offsets.
+func TestHeadersSkipParse(t *testing.T) {
 	good, _ := mkReq(2, 10, 0, true)
 	corrupt := append([]byte(nil), good.Batches...)
 	corrupt[len(corrupt)-1] ^= 1
-	if _, err := countRecords(&Request{Batches: corrupt}); !errors.Is(err, ErrBadRequest) {
-		t.Fatalf("bad CRC: err %v, want ErrBadRequest", err)
-	}
-	n, err := countRecords(&Request{Batches: corrupt, Validated: true})
-	if err != nil || n != 2 {
-		t.Fatalf("Validated, CRC not rechecked: %d, %v; want 2 records, no error", n, err)
+	if _, _, err := headers(&Request{Batches: corrupt}, nil); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("bad CRC without headers: err %v, want ErrBadRequest", err)
 	}
 
 	fx := newFixture(t, nil)
-	r, o := mkReq(2, 10, 0, true)
-	r.Validated = true
-	c := goAppend(context.Background(), fx.a, r, o).wait(t)
-	if c.err != nil {
-		t.Fatal(c.err)
+	r0, o0 := mkReq(3, 10, 1, true)
+	r0.Headers, _ = parse(t, r0.Batches)
+	c0 := goAppend(context.Background(), fx.a, r0, o0).wait(t)
+	if c0.err != nil {
+		t.Fatal(c0.err)
 	}
-	checkData(t, fx.f.data, c)
+	hs, n := parse(t, good.Batches)
+	req := &Request{Batches: corrupt, Headers: hs, Records: n, Durable: true}
+	c := goAppend(context.Background(), fx.a, req, append([]byte(nil), corrupt...)).wait(t)
+	if c.err != nil {
+		t.Fatalf("append with headers of a batch changed after parsing: %v", c.err)
+	}
+	if c.res.BaseOffset != 3 || hs[0].BaseOffset != 3 {
+		t.Fatalf("base offset %d, header says %d; want 3", c.res.BaseOffset, hs[0].BaseOffset)
+	}
+	checkData(t, fx.f.data, c0, c)
 }
 
 func TestFailure(t *testing.T) {

@@ -78,6 +78,9 @@ func runWorkload(t *testing.T, fs vfs.FS, specs []spec, workers int, cfg Config)
 			for i := range idx {
 				orig := specs[i].bytes(i)
 				req := &Request{Batches: append([]byte(nil), orig...), Durable: specs[i].durable}
+				if i%2 == 0 { // half as the broker sends them: parsed once, headers attached
+					req.Headers = mustHeaders(req.Batches)
+				}
 				res, err := a.Append(context.Background(), req)
 				mu.Lock()
 				if err != nil {
@@ -350,4 +353,17 @@ func TestInjectedErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustHeaders parses b as the broker does (batch.Split, CRC32C included)
+// and returns the headers, for a Request that carries them.
+func mustHeaders(b []byte) []batch.Header {
+	var hs []batch.Header
+	if _, err := batch.Split(b, func(h batch.Header, _ []byte) error {
+		hs = append(hs, h)
+		return nil
+	}); err != nil {
+		panic("mustHeaders: " + err.Error())
+	}
+	return hs
 }

@@ -119,7 +119,7 @@ func killChild(dir string) {
 		go func() {
 			for i := range next {
 				orig := killSpec(i).bytes(i)
-				res, err := a.Append(context.Background(), &Request{Batches: orig, Durable: true})
+				res, err := a.Append(context.Background(), &Request{Batches: orig, Headers: mustHeaders(orig), Durable: true})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "child: append:", err)
 					os.Exit(2)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"sluice/internal/batch"
 	"sluice/internal/storage"
 )
 
@@ -18,13 +19,15 @@ type runState struct {
 	written int64 // every offset below it has been written to the log
 	synced  int64 // every offset below it has been fsynced
 
-	buf       []byte    // coalescing buffer, capacity cfg.BufferSize, from bufPool while it holds bytes; nil otherwise
-	bufp      *[]byte   // the pool's handle on buf
-	pending   []*waiter // appends written by the next write: copied into buf, or about to be written as-is
-	unsynced  []*waiter // written durable appends waiting for fsync (FsyncAlways)
-	sinceSync int       // appends written since the last fsync started
-	prepared  bool      // Preallocate ran since the last write
-	failed    *failure  // set once; every later append fails with it
+	buf       []byte         // coalescing buffer, capacity cfg.BufferSize, from bufPool while it holds bytes; nil otherwise
+	bufp      *[]byte        // the pool's handle on buf
+	bufHdrs   []batch.Header // headers of the batches in buf, in order
+	scratch   []batch.Header // headers of a request the acceptor parsed itself
+	pending   []*waiter      // appends written by the next write: copied into buf, or about to be written as-is
+	unsynced  []*waiter      // written durable appends waiting for fsync (FsyncAlways)
+	sinceSync int            // appends written since the last fsync started
+	prepared  bool           // Preallocate ran since the last write
+	failed    *failure       // set once; every later append fails with it
 
 	// An fsync runs inline on the run goroutine while appends arrive one
 	// at a time (a lone synchronous producer: no hand-off to wake), and
@@ -172,7 +175,7 @@ func (a *Acceptor) loop() {
 // whether it did anything.
 func (r *runState) idle() bool {
 	if len(r.pending) > 0 {
-		r.write(r.buf)
+		r.write(r.buf, r.bufHdrs)
 		return true
 	}
 	if r.cfg.Policy != FsyncAlways || r.failed != nil || r.syncing {
@@ -205,7 +208,7 @@ func (r *runState) onFlushTick() {
 		return
 	}
 	if len(r.pending) > 0 {
-		r.write(r.buf)
+		r.write(r.buf, r.bufHdrs)
 	}
 	if r.failed == nil && r.written > r.synced && !r.syncing {
 		r.startSync()
@@ -242,7 +245,10 @@ func (r *runState) handle(w *waiter) {
 		return
 	}
 	req := w.req
-	records, err := countRecords(req)
+	hs, records, err := headers(req, r.scratch)
+	if req.Headers == nil {
+		r.scratch = hs[:0]
+	}
 	if err != nil {
 		r.release(w, err)
 		return
@@ -262,7 +268,7 @@ func (r *runState) handle(w *waiter) {
 			return
 		}
 	}
-	assignOffsets(req.Batches, base)
+	assignOffsets(req.Batches, hs, base)
 	r.next += records
 	w.res.BaseOffset, w.end = base, r.next
 
@@ -273,17 +279,17 @@ func (r *runState) handle(w *waiter) {
 		// buffer on its own, or nothing else is waiting to share a write
 		// with it.
 		if len(r.pending) > 0 {
-			r.write(r.buf)
+			r.write(r.buf, r.bufHdrs)
 			if r.failed != nil {
 				r.release(w, r.failed)
 				return
 			}
 		}
 		r.pending = append(r.pending, w)
-		r.write(req.Batches)
+		r.write(req.Batches, hs)
 	default:
 		if len(r.buf)+n > r.cfg.BufferSize {
-			r.write(r.buf) // full: write it; this append starts the emptied buffer
+			r.write(r.buf, r.bufHdrs) // full: write it; this append starts the emptied buffer
 		}
 		if r.failed != nil {
 			r.release(w, r.failed)
@@ -291,6 +297,7 @@ func (r *runState) handle(w *waiter) {
 		}
 		r.takeBuf()
 		r.buf = append(r.buf, req.Batches...)
+		r.bufHdrs = append(r.bufHdrs, hs...)
 		r.freed(w)
 		r.pending = append(r.pending, w)
 	}
@@ -310,18 +317,19 @@ func (r *runState) track(w *waiter) {
 	}
 }
 
-// write appends b (the buffer, or one append's own bytes) to the log and
-// settles the pending appends it holds.
-func (r *runState) write(b []byte) {
+// write appends b (the buffer, or one append's own bytes), whose batch
+// headers are hs, to the log and settles the pending appends it holds.
+func (r *runState) write(b []byte, hs []batch.Header) {
 	if len(r.pending) == 0 {
 		return
 	}
 	var err error
 	if len(b) > 0 {
-		err = r.a.log.Append(b)
+		err = r.a.log.Append(b, hs)
 		r.cfg.Metrics.write(len(b), len(r.pending))
 	}
 	r.dropBuf()
+	r.bufHdrs = r.bufHdrs[:0]
 	pending := r.pending
 	r.pending = r.pending[:0]
 	if err != nil {
@@ -433,7 +441,7 @@ func (r *runState) fail(err error) {
 			list[i] = nil
 		}
 	}
-	r.pending, r.unsynced = r.pending[:0], r.unsynced[:0]
+	r.pending, r.unsynced, r.bufHdrs = r.pending[:0], r.unsynced[:0], r.bufHdrs[:0]
 	r.dropBuf()
 }
 
@@ -451,7 +459,7 @@ func (r *runState) shutdown() {
 		break
 	}
 	healthy := r.failed == nil
-	r.write(r.buf)
+	r.write(r.buf, r.bufHdrs)
 	r.syncNow()
 	close(r.syncReq)
 	<-r.syncExited

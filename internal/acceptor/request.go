@@ -31,10 +31,20 @@ func (f *failure) Unwrap() []error { return []error{ErrFailed, f.cause} }
 // Request is one append: one or more RecordBatches from one produce
 // request for this partition.
 type Request struct {
-	// Batches holds whole RecordBatches, already validated. The acceptor
-	// overwrites their base offsets in place; the caller must not touch
-	// the slice until Append returns.
+	// Batches holds whole RecordBatches. The acceptor overwrites their
+	// base offsets in place; the caller must not touch the slice until
+	// Append returns.
 	Batches []byte
+	// Headers, when not nil, are the batches' headers as batch.Split or
+	// batch.Validate returned them for exactly these bytes (the broker
+	// parses each produce batch once, CRC32C included, and passes them
+	// on): the acceptor and storage then check only that their sizes add
+	// up to Batches, without reading the bytes again. The acceptor sets
+	// their BaseOffset as it does in Batches. With Headers nil the
+	// acceptor parses and validates the batches itself, CRC32C included,
+	// so that one bad request fails alone rather than the coalesced write
+	// that holds it.
+	Headers []batch.Header
 	// Records is the total number of offsets the batches take (sum of
 	// lastOffsetDelta+1). 0 lets the acceptor count them; any other value
 	// must agree with the batches.
@@ -42,15 +52,6 @@ type Request struct {
 	// Durable: release when fsynced (acks=all). Otherwise release once
 	// written (acks=1).
 	Durable bool
-	// Validated says the caller has already checked every batch's CRC32C
-	// (the broker does, while validating a produce request), so the
-	// acceptor checks only the framing (header, magic, length within the
-	// request, lastOffsetDelta). The bytes must not change between that
-	// check and Append's return. A Validated request whose CRC is in fact
-	// bad is rejected by storage.Log.Append, which fails the write that
-	// holds it and so the partition: only set Validated for bytes whose
-	// CRC was checked.
-	Validated bool
 	// Check, if set, runs on the acceptor goroutine just before offsets
 	// are assigned, serialized with every other append to this partition.
 	// base is the offset the append would get. It may reject the append
@@ -68,62 +69,52 @@ type Result struct {
 	Duplicate  bool  // Check reported a duplicate; nothing was written
 }
 
-// countRecords validates req's batches (header, magic 2, length within
-// the request, lastOffsetDelta not negative, and CRC32C unless
-// req.Validated) and returns the number of offsets they take. Unless the
-// caller vouches for the CRC, it is checked here, although
-// storage.Log.Append checks it again, so that one bad request fails
-// alone: a bad batch that reached a coalesced write would stop the whole
-// partition.
-func countRecords(req *Request) (int64, error) {
+// headers returns req's batch headers and the number of offsets they
+// take. Headers the caller parsed are checked only for adding up to
+// Batches; otherwise the batches are validated (batch.Split: header,
+// magic 2, length, CRC32C) into scratch, which the result may reuse.
+func headers(req *Request, scratch []batch.Header) ([]batch.Header, int64, error) {
 	b := req.Batches
 	if len(b) == 0 {
-		return 0, fmt.Errorf("%w: no batches", ErrBadRequest)
+		return nil, 0, fmt.Errorf("%w: no batches", ErrBadRequest)
 	}
-	var n int64
-	for pos := 0; pos < len(b); {
-		h, err := checkFraming(b[pos:], !req.Validated)
-		if err == nil && h.LastOffsetDelta < 0 {
-			err = fmt.Errorf("lastOffsetDelta %d is negative", h.LastOffsetDelta)
+	hs := req.Headers
+	if hs == nil {
+		hs = scratch[:0]
+		if pos, err := batch.Split(b, func(h batch.Header, _ []byte) error {
+			hs = append(hs, h)
+			return nil
+		}); err != nil {
+			return hs, 0, fmt.Errorf("%w: batch at byte %d: %w", ErrBadRequest, pos, err)
 		}
-		if err != nil {
-			return 0, fmt.Errorf("%w: batch at byte %d: %w", ErrBadRequest, pos, err)
+	}
+	var n, size int64
+	for i := range hs {
+		h := &hs[i]
+		if h.LastOffsetDelta < 0 || h.Size() < batch.HeaderSize {
+			return hs, 0, fmt.Errorf("%w: batch %d: lastOffsetDelta %d, %d bytes", ErrBadRequest, i, h.LastOffsetDelta, h.Size())
 		}
 		n += int64(h.LastOffsetDelta) + 1
-		pos += h.Size()
+		size += int64(h.Size())
+	}
+	if size != int64(len(b)) {
+		return hs, 0, fmt.Errorf("%w: headers cover %d of %d bytes", ErrBadRequest, size, len(b))
 	}
 	if req.Records != 0 && req.Records != n {
-		return 0, fmt.Errorf("%w: Records is %d but the batches take %d offsets", ErrBadRequest, req.Records, n)
+		return hs, 0, fmt.Errorf("%w: Records is %d but the batches take %d offsets", ErrBadRequest, req.Records, n)
 	}
-	return n, nil
-}
-
-// checkFraming parses the batch at the front of b and checks its magic
-// and that it lies within b; with crc it also checks the CRC32C
-// (batch.Validate).
-func checkFraming(b []byte, crc bool) (batch.Header, error) {
-	if crc {
-		return batch.Validate(b)
-	}
-	h, err := batch.ParseHeader(b)
-	switch {
-	case err != nil:
-	case h.Magic != 2:
-		err = fmt.Errorf("%w: magic %d", batch.ErrBadMagic, h.Magic)
-	case h.Size() > len(b):
-		err = batch.ErrShort
-	}
-	return h, err
+	return hs, n, nil
 }
 
 // assignOffsets writes contiguous base offsets from base into the batches
-// of b, which countRecords accepted.
-func assignOffsets(b []byte, base int64) {
-	for pos := 0; pos < len(b); {
-		h, _ := batch.ParseHeader(b[pos:]) // validated by countRecords
+// of b and their headers hs, which headers accepted.
+func assignOffsets(b []byte, hs []batch.Header, base int64) {
+	pos := 0
+	for i := range hs {
 		batch.SetBaseOffset(b[pos:], base)
-		base += int64(h.LastOffsetDelta) + 1
-		pos += h.Size()
+		hs[i].BaseOffset = base
+		base += int64(hs[i].LastOffsetDelta) + 1
+		pos += hs[i].Size()
 	}
 }
 

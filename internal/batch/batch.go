@@ -1,5 +1,16 @@
-// Package batch reads and checks the fixed header of a Kafka RecordBatch
-// (magic 2), the unit Sluice stores on disk byte for byte.
+// Package batch is the one place in Sluice that parses, validates,
+// encodes and rewrites Kafka RecordBatches (magic 2), the unit Sluice
+// stores on disk byte for byte (only the base offset is rewritten, and it
+// lies outside the CRC).
+//
+//   - Validate / Split / ParseHeader: the fixed header, CRC32C, lengths.
+//   - Append: the encoder (records, producer fields, transactional and
+//     control bits, codec) used by the producer, the group store and the
+//     test helpers.
+//   - Records / DecodeRecords: the record decoder, decompressing gzip,
+//     snappy (raw or xerial-framed), lz4 (frame) and zstd.
+//   - Rewrite: re-encode a batch keeping some records (compaction).
+//   - AppendMarker / ParseMarker: KIP-98 COMMIT/ABORT control batches.
 //
 // Layout of the 61-byte header (big-endian):
 //
@@ -17,7 +28,18 @@
 //	 51     2  producerEpoch
 //	 53     4  baseSequence
 //	 57     4  recordCount
-//	 61     …  records
+//	 61     …  records (compressed as a whole when the codec is not 0)
+//
+// Each record (varint: zig-zag, as protobuf's sint):
+//
+//	length varint (bytes after it), attributes int8, timestampDelta varlong,
+//	offsetDelta varint, keyLength varint (-1 null), key,
+//	valueLength varint (-1 null), value, headerCount varint,
+//	headers: keyLength varint, key (a string), valueLength varint (-1 null), value
+//
+// A control batch (attributes bit 5, always with bit 4, transactional)
+// holds one record: key = version int16 (0), type int16 (0 ABORT,
+// 1 COMMIT); value = version int16 (0), coordinatorEpoch int32.
 package batch
 
 import (
@@ -71,7 +93,7 @@ func (h *Header) Size() int { return int(h.Length) + LengthOffset }
 func (h *Header) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffsetDelta) }
 
 // Compression is the codec in the attributes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
-func (h *Header) Compression() int8 { return int8(h.Attributes & 0x07) }
+func (h *Header) Compression() Codec { return Codec(h.Attributes & 0x07) }
 
 // Transactional reports the transactional attribute bit.
 func (h *Header) Transactional() bool { return h.Attributes&0x10 != 0 }

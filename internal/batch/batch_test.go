@@ -148,3 +148,26 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSplit is the cost of one validating pass (header, CRC32C) over
+// a coalesced write: the pass storage.Log.Append no longer makes for
+// produce batches, whose headers the broker parsed once.
+func BenchmarkSplit(b *testing.B) {
+	for _, shape := range []struct {
+		name         string
+		n, valueSize int
+	}{{"16x1KiB", 16, 1024 - 70}, {"1x128KiB", 1, 128<<10 - 70}} {
+		b.Run(shape.name, func(b *testing.B) {
+			var buf []byte
+			for range shape.n {
+				buf = append(buf, encode(1, string(make([]byte, shape.valueSize)))...)
+			}
+			b.SetBytes(int64(len(buf)))
+			for b.Loop() {
+				if _, err := Split(buf, func(Header, []byte) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

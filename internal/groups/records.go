@@ -88,57 +88,32 @@ func decodeRecord(r kv) (decoded, error) {
 // base offset 0 (the acceptor assigns the real one) and timestamp ts
 // (milliseconds), to dst.
 func encodeBatch(dst []byte, recs []kv, ts int64) []byte {
-	var body []byte
+	brs := make([]batch.Record, len(recs))
 	for i, r := range recs {
-		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
-		enc := rec.AppendTo(nil) // Length 0 encodes as one varint byte
-		body = binary.AppendVarint(body, int64(len(enc)-1))
-		body = append(body, enc[1:]...)
+		brs[i] = batch.Record{Timestamp: ts, OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
 	}
-	b := kmsg.RecordBatch{
-		Length:          int32(batch.HeaderSize - batch.LengthOffset + len(body)),
-		Magic:           2,
-		LastOffsetDelta: int32(len(recs) - 1),
-		FirstTimestamp:  ts,
-		MaxTimestamp:    ts,
-		ProducerID:      -1,
-		ProducerEpoch:   -1,
-		FirstSequence:   -1,
-		NumRecords:      int32(len(recs)),
-		Records:         body,
+	p := batch.Params{}.NoProducer()
+	out, err := batch.Append(dst, &p, brs)
+	if err != nil {
+		panic("groups: encoding an uncompressed batch: " + err.Error()) // offset deltas increase, no codec: cannot fail
 	}
-	start := len(dst)
-	dst = b.AppendTo(dst)
-	binary.BigEndian.PutUint32(dst[start+17:], batch.Checksum(dst[start:]))
-	return dst
+	return out
 }
 
 // decodeBatches calls fn for every record of the whole, CRC-checked
-// batches in b, with the record's offset.
+// batches in b, with the record's offset. Control batches are skipped.
 func decodeBatches(b []byte, fn func(offset int64, r kv) error) error {
 	_, err := batch.Split(b, func(h batch.Header, raw []byte) error {
-		if h.Compression() != 0 {
-			return fmt.Errorf("%w: compressed batch at offset %d", errBadRecord, h.BaseOffset)
-		}
 		if h.Control() {
 			return nil
 		}
-		rest := raw[batch.HeaderSize:]
-		for i := int32(0); i < h.NumRecords; i++ {
-			n, w := binary.Varint(rest)
-			if w <= 0 || n < 0 || int64(len(rest)-w) < n {
-				return fmt.Errorf("%w: record %d of batch at offset %d is cut short", errBadRecord, i, h.BaseOffset)
-			}
-			var rec kmsg.Record
-			if err := rec.ReadFrom(rest[:w+int(n)]); err != nil {
-				return fmt.Errorf("%w: record %d of batch at offset %d: %w", errBadRecord, i, h.BaseOffset, err)
-			}
-			rest = rest[w+int(n):]
-			if err := fn(h.BaseOffset+int64(rec.OffsetDelta), kv{Key: rec.Key, Value: rec.Value}); err != nil {
-				return err
-			}
+		err := batch.Records(&h, raw, func(r *batch.Record) error {
+			return fn(h.BaseOffset+int64(r.OffsetDelta), kv{Key: r.Key, Value: r.Value})
+		})
+		if errors.Is(err, batch.ErrBadRecord) || errors.Is(err, batch.ErrCodec) {
+			return fmt.Errorf("%w: batch at offset %d: %w", errBadRecord, h.BaseOffset, err)
 		}
-		return nil
+		return err
 	})
 	return err
 }

@@ -298,7 +298,7 @@ func (s *logStore) rewriteLocked(live []kv) error {
 		n := min(len(live), 1000)
 		buf := encodeBatch(nil, live[:n], ts)
 		setBaseOffset(buf, off)
-		if err := nl.Append(buf); err != nil {
+		if err := nl.Append(buf, nil); err != nil {
 			return fail(err)
 		}
 		off += int64(n)

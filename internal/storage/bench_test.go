@@ -28,7 +28,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				buf, n := storagetest.WithBaseOffset(tmpl, next)
-				if err := l.Append(buf); err != nil {
+				if err := l.Append(buf, nil); err != nil {
 					b.Fatal(err)
 				}
 				next = n
@@ -53,7 +53,7 @@ func BenchmarkRead(b *testing.B) {
 	next := int64(0)
 	for i := 0; i < 16<<10; i++ {
 		buf, n := storagetest.WithBaseOffset(tmpl, next)
-		if err := l.Append(buf); err != nil {
+		if err := l.Append(buf, nil); err != nil {
 			b.Fatal(err)
 		}
 		next = n

@@ -48,7 +48,7 @@ func runWorkload(fs vfs.FS, cfg Config, seed uint64, appends int) (w workload) {
 			}), next)
 			buf, next = append(buf, b...), n
 		}
-		if err := l.Append(buf); err != nil {
+		if err := l.Append(buf, nil); err != nil {
 			w.err = err
 			return w
 		}
@@ -207,7 +207,7 @@ func TestInjectedErrors(t *testing.T) {
 			var failure error
 			for i := 0; i < 30 && failure == nil; i++ {
 				b, n := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 200, int64(i)), next)
-				if err := l.Append(b); err != nil {
+				if err := l.Append(b, nil); err != nil {
 					failure = err
 					break
 				}
@@ -228,7 +228,7 @@ func TestInjectedErrors(t *testing.T) {
 			// The log refuses further writes with the same error.
 			m.Inject(nil)
 			b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 1, 0), next)
-			if err := l.Append(b); !errors.Is(err, c.errno) {
+			if err := l.Append(b, nil); !errors.Is(err, c.errno) {
 				t.Fatalf("Append after failure: %v", err)
 			}
 			if err := l.Sync(); !errors.Is(err, ErrFailed) {
@@ -265,14 +265,55 @@ func TestAppendRejectsBadInput(t *testing.T) {
 		{"trailing garbage", append(append([]byte(nil), good...), 1, 2, 3)},
 	}
 	for _, c := range cases {
-		if err := l.Append(c.b); !errors.Is(err, ErrBadAppend) {
+		if err := l.Append(c.b, nil); !errors.Is(err, ErrBadAppend) {
 			t.Fatalf("%s: Append = %v, want ErrBadAppend", c.name, err)
 		}
 		if l.NextOffset() != 0 || l.Size() != 0 {
 			t.Fatalf("%s: rejected append changed the log", c.name)
 		}
 	}
-	if err := l.Append(good); err != nil {
+	if err := l.Append(good, nil); err != nil {
 		t.Fatalf("good append after rejections: %v", err)
+	}
+}
+
+// TestAppendWithHeaders: headers a caller parsed are trusted (no CRC
+// pass) but must add up to the bytes and continue the log; any other
+// list writes nothing. The index and timestamps come from the headers.
+func TestAppendWithHeaders(t *testing.T) {
+	l := mustOpen(t, vfs.NewMem(), dir, Config{})
+	defer l.Close()
+	one, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, 1), 0)
+	two, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 10, 50), 3)
+	buf := append(append([]byte(nil), one...), two...)
+	h1, _ := batch.Validate(one)
+	h2, _ := batch.Validate(two)
+	gap := h2
+	gap.BaseOffset = 9
+	cases := []struct {
+		name string
+		hs   []batch.Header
+	}{
+		{"too few", []batch.Header{h1}},
+		{"too many", []batch.Header{h1, h2, h2}},
+		{"offset gap", []batch.Header{h1, gap}},
+		{"empty list", []batch.Header{}},
+	}
+	for _, c := range cases {
+		if err := l.Append(buf, c.hs); !errors.Is(err, ErrBadAppend) {
+			t.Fatalf("%s: Append = %v, want ErrBadAppend", c.name, err)
+		}
+		if l.NextOffset() != 0 || l.Size() != 0 {
+			t.Fatalf("%s: rejected append changed the log", c.name)
+		}
+	}
+	if err := l.Append(buf, []batch.Header{h1, h2}); err != nil {
+		t.Fatalf("Append with headers: %v", err)
+	}
+	if ts, off := l.MaxTimestamp(); l.NextOffset() != 5 || ts != 51 || off != 3 {
+		t.Fatalf("next %d, max timestamp %d at %d; want 5, 51 at 3 (the batch holding it)", l.NextOffset(), ts, off)
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, buf) {
+		t.Fatalf("log holds %d bytes that differ from the %d appended", len(got), len(buf))
 	}
 }

@@ -129,12 +129,18 @@ func (l *Log) failure() error {
 // It rolls the active segment first when buf would overflow it (syncing
 // the old segment) or when it is too old.
 //
+// hs, when not nil, are the batches' headers as batch.Validate (or
+// batch.Split) returned them for exactly these bytes, with the base
+// offsets since assigned: Append then trusts their CRC32C and framing and
+// checks only that their sizes add up to buf and their offsets continue
+// the log. With hs nil, Append validates every batch itself.
+//
 // Invalid input (not whole batches, a bad CRC, offsets that do not
 // continue the log) returns an error matching ErrBadAppend and writes
 // nothing. A failed write returns an error matching ErrFailed and the
 // cause (errors.Is(err, syscall.ENOSPC) works); the log then refuses
 // writes until reopened.
-func (l *Log) Append(buf []byte) error {
+func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
@@ -147,7 +153,7 @@ func (l *Log) Append(buf []byte) error {
 	next := l.active().next
 	l.hdrs = l.hdrs[:0]
 	var at int64 // position of the next batch in buf
-	if pos, err := batch.Split(buf, func(h batch.Header, _ []byte) error {
+	add := func(h batch.Header, _ []byte) error {
 		if h.BaseOffset != next || h.LastOffsetDelta < 0 {
 			return fmt.Errorf("batch offsets %d..%d, want base offset %d", h.BaseOffset, h.LastOffset(), next)
 		}
@@ -155,8 +161,23 @@ func (l *Log) Append(buf []byte) error {
 		at += int64(h.Size())
 		next = h.LastOffset() + 1
 		return nil
-	}); err != nil {
-		return fmt.Errorf("%w: at byte %d: %w", ErrBadAppend, pos, err)
+	}
+	if hs == nil {
+		if pos, err := batch.Split(buf, add); err != nil {
+			return fmt.Errorf("%w: at byte %d: %w", ErrBadAppend, pos, err)
+		}
+	} else {
+		for i := range hs {
+			if hs[i].Size() < batch.HeaderSize || at+int64(hs[i].Size()) > int64(len(buf)) {
+				return fmt.Errorf("%w: batch %d of %d bytes at byte %d overruns the %d bytes given", ErrBadAppend, i, hs[i].Size(), at, len(buf))
+			}
+			if err := add(hs[i], nil); err != nil {
+				return fmt.Errorf("%w: batch %d: %w", ErrBadAppend, i, err)
+			}
+		}
+		if at != int64(len(buf)) {
+			return fmt.Errorf("%w: headers cover %d of %d bytes", ErrBadAppend, at, len(buf))
+		}
 	}
 
 	a := l.active()

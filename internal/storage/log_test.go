@@ -31,7 +31,7 @@ func newAppender(t *testing.T, l *Log) *appender {
 func (a *appender) add(records, valueSize int, ts int64) []byte {
 	a.t.Helper()
 	b, next := storagetest.WithBaseOffset(storagetest.MakeBatch(records, valueSize, ts), a.next)
-	if err := a.l.Append(b); err != nil {
+	if err := a.l.Append(b, nil); err != nil {
 		a.t.Fatalf("Append at %d: %v", a.next, err)
 	}
 	a.next = next

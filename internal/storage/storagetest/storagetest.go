@@ -1,15 +1,11 @@
 // Package storagetest builds valid Kafka RecordBatch v2 bytes for tests of
-// the packages that sit on top of storage (acceptor, broker, groups).
+// the packages that sit on top of storage (acceptor, broker, groups),
+// with the one encoder in internal/batch.
 package storagetest
 
 import (
-	"encoding/binary"
-	"hash/crc32"
-
 	"sluice/internal/batch"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MakeBatch returns a valid, uncompressed RecordBatch v2 with base offset 0
 // holding records records, each with a null key and a value of valueSize
@@ -30,7 +26,7 @@ type Spec struct {
 	ProducerID    int64 // -1 for a non-idempotent batch
 	ProducerEpoch int16 // -1 for a non-idempotent batch
 	BaseSequence  int32 // -1 for a non-idempotent batch
-	Attributes    int16 // batch attributes (compression bits must be 0: records are not compressed)
+	Attributes    int16 // batch attributes: codec (bits 0-2), transactional, control
 	Seed          byte  // mixed into the value pattern
 }
 
@@ -39,52 +35,49 @@ func Build(s Spec) []byte {
 	if s.Records < 1 || s.ValueSize < 0 {
 		panic("storagetest: Build needs at least one record and a non-negative value size")
 	}
-	b := make([]byte, batch.HeaderSize, batch.HeaderSize+s.Records*(s.ValueSize+16))
-	value := make([]byte, s.ValueSize)
-	var rec []byte
-	for i := 0; i < s.Records; i++ {
+	values := make([]byte, s.Records*s.ValueSize)
+	recs := make([]batch.Record, s.Records)
+	for i := range recs {
+		value := values[i*s.ValueSize : (i+1)*s.ValueSize : (i+1)*s.ValueSize]
 		for j := range value {
 			value[j] = byte(int64(j) + s.Timestamp + int64(i)*31 + int64(s.Seed)*7)
 		}
-		rec = rec[:0]
-		rec = append(rec, 0)                              // record attributes
-		rec = binary.AppendVarint(rec, int64(i))          // timestampDelta
-		rec = binary.AppendVarint(rec, int64(i))          // offsetDelta
-		rec = binary.AppendVarint(rec, -1)                // key length: null key
-		rec = binary.AppendVarint(rec, int64(len(value))) // value length
-		rec = append(rec, value...)
-		rec = binary.AppendVarint(rec, 0) // header count
-		b = binary.AppendVarint(b, int64(len(rec)))
-		b = append(b, rec...)
+		recs[i] = batch.Record{Timestamp: s.Timestamp + int64(i), OffsetDelta: int32(i), Value: value}
 	}
-	be := binary.BigEndian
-	be.PutUint64(b[0:], 0)                                       // baseOffset
-	be.PutUint32(b[8:], uint32(len(b)-batch.LengthOffset))       // batchLength
-	be.PutUint32(b[12:], 0)                                      // partitionLeaderEpoch
-	b[16] = 2                                                    // magic
-	be.PutUint16(b[21:], uint16(s.Attributes))                   // attributes
-	be.PutUint32(b[23:], uint32(s.Records-1))                    // lastOffsetDelta
-	be.PutUint64(b[27:], uint64(s.Timestamp))                    // baseTimestamp
-	be.PutUint64(b[35:], uint64(s.Timestamp+int64(s.Records)-1)) // maxTimestamp
-	be.PutUint64(b[43:], uint64(s.ProducerID))
-	be.PutUint16(b[51:], uint16(s.ProducerEpoch))
-	be.PutUint32(b[53:], uint32(s.BaseSequence))
-	be.PutUint32(b[57:], uint32(s.Records))
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	p := batch.Params{
+		Codec:         batch.Codec(s.Attributes & batch.AttrCodecMask),
+		LogAppendTime: s.Attributes&batch.AttrLogAppendTime != 0,
+		Transactional: s.Attributes&batch.AttrTransactional != 0,
+		Control:       s.Attributes&batch.AttrControl != 0,
+		ProducerID:    s.ProducerID,
+		ProducerEpoch: s.ProducerEpoch,
+		BaseSequence:  s.BaseSequence,
+	}
+	b, err := batch.Append(make([]byte, 0, batch.HeaderSize+s.Records*(s.ValueSize+16)), &p, recs)
+	if err != nil {
+		panic("storagetest: " + err.Error())
+	}
 	return b
 }
 
 // WithBaseOffset returns a copy of b, a run of whole batches, with base
 // offsets assigned contiguously from base. It returns the next offset.
+// It reads only the batches' framing, not their CRCs, so it also serves
+// batches changed after they were encoded.
 func WithBaseOffset(b []byte, base int64) ([]byte, int64) {
 	out := append([]byte(nil), b...)
 	next := base
-	if _, err := batch.Split(out, func(h batch.Header, raw []byte) error {
-		batch.SetBaseOffset(raw, next)
+	for pos := 0; pos < len(out); {
+		h, err := batch.ParseHeader(out[pos:])
+		if err == nil && pos+h.Size() > len(out) {
+			err = batch.ErrShort
+		}
+		if err != nil {
+			panic("storagetest: WithBaseOffset on invalid batches: " + err.Error())
+		}
+		batch.SetBaseOffset(out[pos:], next)
 		next += int64(h.LastOffsetDelta) + 1
-		return nil
-	}); err != nil {
-		panic("storagetest: WithBaseOffset on invalid batches: " + err.Error())
+		pos += h.Size()
 	}
 	return out, next
 }
