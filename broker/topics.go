@@ -196,7 +196,7 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
 	}
-	acc := acceptor.Start(l, acceptor.Config{Policy: b.cfg.fsync, Metrics: b.accM})
+	acc := acceptor.Start(l, acceptor.Config{Policy: b.cfg.fsync, Metrics: b.accM, Syncs: b.syncs})
 	return &partition{topic: t.name, index: i, log: l, acc: acc, pids: pids}, nil
 }
 

@@ -942,3 +942,39 @@ func TestLoneAppendsSyncInline(t *testing.T) {
 		t.Fatalf("a lone append after the load was fsynced on goroutine %d, want the run goroutine %d", last.g, writer)
 	}
 }
+
+// TestSharedSyncSlots: acceptors sharing Config.Syncs run at most
+// cap(Syncs) fsyncs at once; one waiting for a slot syncs once a slot
+// frees.
+func TestSharedSyncSlots(t *testing.T) {
+	slots := make(chan struct{}, 1)
+	withSlots := func(c *Config) { c.Syncs = slots }
+	fx1, fx2 := newFixture(t, withSlots), newFixture(t, withSlots)
+	entered1, gate1 := fx1.gateSyncs()
+	entered2, gate2 := fx2.gateSyncs()
+	ctx := context.Background()
+
+	r1, o1 := mkReq(1, 50, 1, true)
+	c1 := goAppend(ctx, fx1.a, r1, o1)
+	expect(t, entered1, "append")
+	expect(t, entered1, "sync") // holds the only slot
+	r2, o2 := mkReq(1, 50, 2, true)
+	c2 := goAppend(ctx, fx2.a, r2, o2)
+	expect(t, entered2, "append")
+	select {
+	case got := <-entered2:
+		t.Fatalf("second partition's %q entered while the only sync slot was held", got)
+	default:
+	}
+	gate1 <- struct{}{}
+	c1.wait(t)
+	expect(t, entered2, "sync") // the slot came free
+	gate2 <- struct{}{}
+	c2.wait(t)
+	if c1.err != nil || c2.err != nil {
+		t.Fatalf("appends failed: %v, %v", c1.err, c2.err)
+	}
+	if len(slots) != 0 {
+		t.Fatalf("%d sync slots still held after both fsyncs", len(slots))
+	}
+}

@@ -45,6 +45,13 @@ type Config struct {
 	NoCoalesce     bool          // one write per append (benchmark baseline)
 	RetentionCheck time.Duration // how often retention runs; default 1 min; <0 never
 	Metrics        *Metrics      // nil: no metrics
+	// Syncs, when set, is a semaphore shared by many acceptors: at most
+	// cap(Syncs) of their fsyncs run at once (each holds a slot while it
+	// syncs). Many partitions syncing at the same moment then wait as
+	// goroutines instead of each blocking an OS thread in fdatasync; the
+	// disk completes as many flushes with a few dozen in flight as with
+	// thousands. nil: no limit.
+	Syncs chan struct{}
 
 	// NewTicker makes the flush and retention tickers: it returns a
 	// channel that ticks every d and a function that stops it. nil uses

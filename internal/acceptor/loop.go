@@ -97,8 +97,18 @@ func (r *runState) dropBuf() {
 func (a *Acceptor) syncLoop() {
 	defer close(a.run.syncExited)
 	for range a.run.syncReq {
-		a.run.syncDone <- a.log.Sync()
+		a.run.syncDone <- a.syncLog()
 	}
+}
+
+// syncLog fsyncs the log, holding a slot of the shared semaphore if
+// there is one.
+func (a *Acceptor) syncLog() error {
+	if s := a.cfg.Syncs; s != nil {
+		s <- struct{}{}
+		defer func() { <-s }()
+	}
+	return a.log.Sync()
 }
 
 // loop is the run goroutine. Each turn takes one request if one is
@@ -377,7 +387,7 @@ func (r *runState) syncInline() {
 	r.syncing = true
 	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
 	r.syncStart = time.Now()
-	err := r.a.log.Sync()
+	err := r.a.syncLog()
 	r.finishSync(err)
 	r.overlap = len(r.a.queue) > 0
 }
