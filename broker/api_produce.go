@@ -122,6 +122,9 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 // idempotent batches the producer-state check runs on the acceptor
 // goroutine, serialized with offset assignment (see producers.go).
 func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
+	if err := b.diskGuard(p); err != nil {
+		return acceptor.Pending{}, err
+	}
 	// validateBatches parsed these bytes once (CRC32C included); its
 	// headers travel with them to storage, which reads them no more.
 	req := &acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}

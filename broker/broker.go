@@ -15,6 +15,7 @@ import (
 
 	"sluice/internal/acceptor"
 	"sluice/internal/groups"
+	"sluice/internal/storage"
 	"sluice/internal/vfs"
 )
 
@@ -27,14 +28,16 @@ const closeGrace = 10 * time.Second
 
 // Broker is a single-node Kafka-compatible broker over a data directory.
 //
-// Goroutines: Start starts the accept goroutine and one goroutine per
-// client connection; each partition owns an acceptor goroutine started
-// by New (or when the partition is created). All are owned by the Broker
-// and stop in Close: it closes the listener (ending the accept
-// goroutine), wakes idle connections and long-polling fetches, waits for
-// every connection goroutine to answer its in-flight request and exit,
-// then closes the group coordinator and every partition (acceptors
-// flush and fsync, logs write their checkpoints).
+// Goroutines: New starts the disk monitor; Start starts the accept
+// goroutine and one goroutine per client connection; each partition owns
+// an acceptor goroutine started by New (or when the partition is
+// created). All are owned by the Broker and stop in Close: it closes the
+// listener (ending the accept goroutine), cancels stopCtx (ending the
+// disk monitor), wakes idle connections and long-polling fetches, waits
+// for every connection goroutine to answer its in-flight request and
+// exit, then closes the group coordinator and every partition (acceptors
+// flush and fsync, logs write their checkpoints), and last releases the
+// data directory's lock.
 //
 // Lock order (see doc.go): adminMu, then mu, then conn.mu.
 type Broker struct {
@@ -59,6 +62,16 @@ type Broker struct {
 	adv    hostPort
 
 	groups *groups.Coordinator // opened by Start; nil before
+
+	lock vfs.Unlocker // the data directory's lock, held from New to the end of Close
+
+	// The disk guard (disk.go): the monitor goroutine, started by New and
+	// stopped by Close (through stopCtx), stores what it sees in disk
+	// and closes monitorDone when it returns.
+	disk        atomic.Pointer[diskState]
+	monitorDone chan struct{}
+	diskMu      sync.Mutex    // guards diskCh
+	diskCh      chan struct{} // closed after each disk check
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
@@ -104,12 +117,19 @@ func New(opts ...Opt) (*Broker, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	lock, err := storage.LockDir(c.fs, c.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	b := &Broker{
-		cfg:    c,
-		fs:     vfs.OS(),
-		topics: map[string]*topic{},
-		byID:   map[[16]byte]*topic{},
-		conns:  map[*conn]struct{}{},
+		cfg:         c,
+		fs:          c.fs,
+		topics:      map[string]*topic{},
+		byID:        map[[16]byte]*topic{},
+		conns:       map[*conn]struct{}{},
+		lock:        lock,
+		monitorDone: make(chan struct{}),
+		diskCh:      make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
@@ -118,8 +138,11 @@ func New(opts ...Opt) (*Broker, error) {
 	if err := b.load(); err != nil {
 		b.closePartitions()
 		b.stop()
+		lock.Unlock()
 		return nil, err
 	}
+	b.checkDisk()
+	go b.monitorDisk()
 	return b, nil
 }
 
@@ -167,6 +190,11 @@ func (b *Broker) start() error {
 	})
 	if err != nil {
 		ln.Close()
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("broker: open group coordinator: %w; to cut its log at the last valid batch (a copy is kept), "+
+				"stop the broker and run: sluice repair --data %s --truncate-after-corruption", err, b.cfg.dataDir)
+		}
 		return fmt.Errorf("broker: open group coordinator: %w", err)
 	}
 	b.mu.Lock()
@@ -299,6 +327,10 @@ func (b *Broker) Close() error {
 			}
 		}
 		errs = append(errs, b.closePartitions())
+		<-b.monitorDone
+		if err := b.lock.Unlock(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: release the data directory lock: %w", err))
+		}
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/vfs"
 )
 
 // Opt configures a Broker. Options are applied in order over the defaults;
@@ -33,6 +34,11 @@ type cfg struct {
 	maxConns          int
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
+	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
+	diskInterval      time.Duration // between free-space checks
+	healBackoff       time.Duration // first wait before a failed partition recovers
+	preallocate       int64         // storage.Config.Preallocate (tests); 0: the default
+	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
 }
 
 // Defaults.
@@ -42,6 +48,7 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultMaxConnections  = 10000
+	DefaultDiskCheck       = time.Second
 )
 
 func defaultCfg() cfg {
@@ -55,6 +62,9 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		diskWatermark:     -1,
+		diskInterval:      DefaultDiskCheck,
+		fs:                vfs.OS(),
 	}
 }
 
@@ -87,6 +97,9 @@ func (c *cfg) validate() error {
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.diskInterval <= 0 {
+		return fmt.Errorf("broker: DiskCheckInterval %v must be positive", c.diskInterval)
 	}
 	return nil
 }
@@ -143,3 +156,27 @@ func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.regis
 // flight complete as many per second as thousands, while every blocked
 // fdatasync holds an OS thread (docs/architecture.md, "Many partitions").
 const maxConcurrentSyncs = 32
+
+// DiskLowWatermark sets the free space (bytes) on the data directory's
+// filesystem below which produce is refused with KAFKA_STORAGE_ERROR
+// ("disk full"), before the disk is actually full. 0 turns the guard
+// off. Default: 1 GiB or 5% of the filesystem, whichever is smaller.
+func DiskLowWatermark(bytes int64) Opt {
+	return opt(func(c *cfg) { c.diskWatermark = max(bytes, 0) })
+}
+
+// DiskCheckInterval sets how often the free space is read (statfs).
+// Default 1 s.
+func DiskCheckInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.diskInterval = d }) }
+
+// withFS substitutes the filesystem (tests: the crash FS).
+func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
+
+// withPreallocate sets how far partitions write zeros ahead of their
+// data (storage.Config.Preallocate; tests: -1 turns it off, so that a
+// partition's files change only when it is written).
+func withPreallocate(n int64) Opt { return opt(func(c *cfg) { c.preallocate = n }) }
+
+// withHealBackoff sets the first wait before a failed partition tries to
+// recover (tests: a short one). Default acceptor.DefaultHealBackoff.
+func withHealBackoff(d time.Duration) Opt { return opt(func(c *cfg) { c.healBackoff = d }) }

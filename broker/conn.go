@@ -130,7 +130,7 @@ func (c *conn) serve() {
 		frame, err := c.readFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !c.b.closing.Load() && !c.failed.Load() {
-				log.Info("closing connection", "err", err)
+				log.Debug("client disconnected", "err", err)
 			}
 			return
 		}
@@ -166,8 +166,12 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			if p.err != nil {
 				c.b.metrics.badRequests.Inc()
 			}
-			if !c.b.closing.Load() {
+			switch {
+			case c.b.closing.Load():
+			case p.err != nil:
 				log.Info("closing connection", "err", err)
+			default: // the client went away before its response
+				log.Debug("client disconnected", "err", err)
 			}
 			c.failed.Store(true)
 			c.nc.Close() // ends serve's read

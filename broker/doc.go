@@ -34,11 +34,24 @@
 // reads below the high watermark and streams whole stored batches to the
 // socket with sendfile (api_fetch.go).
 //
+// # Faults
+//
+// New takes the data directory's lock (<data>/LOCK) and Close releases
+// it: a second broker on the same directory fails at once, naming the
+// holder's pid. A disk monitor refuses produce with KAFKA_STORAGE_ERROR
+// below a free-space watermark (disk.go, DiskLowWatermark). A partition
+// whose write or fsync fails anyway heals by itself once the disk works
+// (its acceptor recovers the log; Config.Recovered rebuilds its
+// idempotent-producer state). DeleteTopics and CreatePartitions answer
+// truthfully under faults; partial steps are undone or completed at the
+// next start (topics.go).
+//
 // # Lock order
 //
 // Broker.adminMu (topic and partition changes, producer-id blocks; held
 // across their file I/O), then Broker.mu (topic map, connection set,
 // listener and addresses), then conn.mu (a connection's idle flag).
+// Broker.diskMu (the disk-check channel) is taken alone.
 // Locks of the packages below (acceptor, storage, groups) are taken only
 // inside their calls and never call back into the broker while held,
 // except groups' PartitionExists, which takes Broker.mu shared.

@@ -15,6 +15,7 @@ type metrics struct {
 	oversized     prometheus.Counter
 	topics        prometheus.Gauge
 	fetchBytes    prometheus.Counter
+	diskFree      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,9 +49,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "sluice", Subsystem: "broker", Name: "fetch_record_bytes_total",
 			Help: "Record bytes sent in Fetch responses.",
 		}),
+		diskFree: newDiskFreeGauge(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.oversized, m.topics, m.fetchBytes)
+		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.oversized, m.topics, m.fetchBytes, m.diskFree)
 	}
 	return m
 }

@@ -128,6 +128,9 @@ func (b *Broker) load() error {
 			}
 			return fmt.Errorf("broker: topic %s: %w", name, err)
 		}
+		if err := b.removeStrayPartitions(name, tm.Partitions); err != nil {
+			return err
+		}
 		t, err := b.openTopic(name, tm, false)
 		if err != nil {
 			return err
@@ -143,6 +146,29 @@ func (b *Broker) load() error {
 		// Ids seen in the logs beyond the reservation (an older data
 		// directory): hand out only later ones.
 		b.nextPID.Store(maxPID + 1)
+	}
+	return nil
+}
+
+// removeStrayPartitions removes partition directories of topic name
+// numbered n or more: left by a CreatePartitions that did not complete
+// (its topic.json still says n), they must not come back with their data
+// when the topic grows later.
+func (b *Broker) removeStrayPartitions(name string, n int32) error {
+	ents, err := b.fs.ReadDir(b.topicPath(name))
+	if err != nil {
+		return fmt.Errorf("broker: list %s: %w", b.topicPath(name), err)
+	}
+	for _, e := range ents {
+		i, err := strconv.ParseInt(e, 10, 32)
+		if err != nil || i < int64(n) || strconv.FormatInt(i, 10) != e {
+			continue
+		}
+		dir := filepath.Join(b.topicPath(name), e)
+		b.cfg.logger.Warn("removing the partition directory of an interrupted partition creation", "topic", name, "partition", i)
+		if err := b.fs.RemoveAll(dir); err != nil {
+			return fmt.Errorf("broker: remove %s: %w", dir, err)
+		}
 	}
 	return nil
 }
@@ -181,23 +207,58 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 			return nil, fmt.Errorf("broker: create %s: %w", dir, err)
 		}
 	}
-	l, err := storage.Open(b.fs, dir, t.conf.storage())
+	log := b.cfg.logger.With("topic", t.name, "partition", i)
+	scfg := t.conf.storage()
+	scfg.Preallocate = b.cfg.preallocate
+	scfg.Logger = log
+	l, err := storage.Open(b.fs, dir, scfg)
 	if err != nil {
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("broker: open partition %s/%d: %w; to cut the log at the last valid batch "+
+				"(a copy is kept), stop the broker and run: sluice repair --data %s --topic %s --partition %d --truncate-after-corruption",
+				t.name, i, err, b.cfg.dataDir, t.name, i)
+		}
 		return nil, fmt.Errorf("broker: open partition %s/%d: %w", t.name, i, err)
 	}
 	if r := l.Recovery(); !create {
-		b.cfg.logger.Debug("partition recovered", "topic", t.name, "partition", i, "report", fmt.Sprintf("%+v", r))
+		log.Debug("partition recovered", "report", fmt.Sprintf("%+v", r))
 	}
-	pids := newProducerTable()
-	if err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
-		pids.replay(&h)
-		return nil
-	}); err != nil {
+	p := &partition{topic: t.name, index: i, log: l}
+	if p.pids, err = replayProducers(l); err != nil {
 		l.Close()
 		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
 	}
-	acc := acceptor.Start(l, acceptor.Config{Policy: b.cfg.fsync, Metrics: b.accM, Syncs: b.syncs})
-	return &partition{topic: t.name, index: i, log: l, acc: acc, pids: pids}, nil
+	p.acc = acceptor.Start(l, acceptor.Config{
+		Policy:      b.cfg.fsync,
+		Metrics:     b.accM,
+		Syncs:       b.syncs,
+		Logger:      log,
+		HealBackoff: b.cfg.healBackoff,
+		// A healed log may have lost appends that had passed the
+		// idempotence check: rebuild the producer state from what the
+		// log holds, on the acceptor goroutine (the only user of pids).
+		Recovered: func() error {
+			pids, err := replayProducers(l)
+			if err != nil {
+				return fmt.Errorf("rebuild producer state: %w", err)
+			}
+			p.pids = pids
+			return nil
+		},
+	})
+	return p, nil
+}
+
+// replayProducers rebuilds a partition's idempotent-producer state from
+// its log's batch headers.
+func replayProducers(l *storage.Log) (*producerTable, error) {
+	pids := newProducerTable()
+	err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
+		pids.replay(&h)
+		return nil
+	})
+	return pids, err
 }
 
 // lookup returns a topic by name, or nil.
@@ -364,8 +425,14 @@ func (b *Broker) autoCreate(name string) (*topic, error) {
 	return t, err
 }
 
-// deleteTopic unpublishes a topic, stops its partitions and removes its
-// files.
+// deleteTopic removes a topic. Its answer is the truth: success only
+// once the topic is gone, an error only while it still exists. The
+// commit point is the rename of its directory into deleted/ (both
+// directories then fsynced); until then a failure puts the topic back
+// as it was. Afterwards the partitions are stopped and the files
+// removed; failures there (a full disk failing a last checkpoint) do not
+// matter to data being deleted, and whatever is left in deleted/ is
+// removed at the next start.
 func (b *Broker) deleteTopic(name string) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
@@ -379,33 +446,35 @@ func (b *Broker) deleteTopic(name string) error {
 	if t == nil {
 		return errCode(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}
-	b.metrics.topics.Dec()
-	var errs []error
-	for _, p := range t.parts {
-		if err := p.close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	// Move the directory aside first (atomic), so a crash never leaves a
-	// half-removed topic that would load again.
 	del := filepath.Join(b.cfg.dataDir, deletedDir)
 	aside := filepath.Join(del, name+"."+uuidString(t.id))
-	if err := b.fs.MkdirAll(del); err != nil {
-		errs = append(errs, err)
-	} else if err := b.fs.Rename(b.topicPath(name), aside); err != nil {
-		errs = append(errs, err)
-	} else {
-		if err := b.fs.SyncDir(filepath.Join(b.cfg.dataDir, topicsDir)); err != nil {
-			errs = append(errs, err)
-		}
-		if err := b.fs.RemoveAll(aside); err != nil {
-			errs = append(errs, err)
+	err := b.fs.MkdirAll(del)
+	if err == nil {
+		err = b.fs.Rename(b.topicPath(name), aside)
+	}
+	if err != nil {
+		b.mu.Lock()
+		b.topics[name] = t
+		b.byID[t.id] = t
+		b.mu.Unlock()
+		return errCode(kerr.KafkaStorageError, "delete topic %s: %v (the topic was not deleted)", name, err)
+	}
+	b.metrics.topics.Dec()
+	log := b.cfg.logger.With("topic", name)
+	for _, d := range []string{filepath.Join(b.cfg.dataDir, topicsDir), del} {
+		if err := b.fs.SyncDir(d); err != nil {
+			log.Warn("delete topic: directory sync failed; the deletion is completed at the next start", "dir", d, "err", err)
 		}
 	}
-	b.cfg.logger.Info("topic deleted", "topic", name)
-	if err := errors.Join(errs...); err != nil {
-		return errCode(kerr.KafkaStorageError, "delete topic %s: %v", name, err)
+	for _, p := range t.parts {
+		if err := p.close(); err != nil {
+			log.Debug("delete topic: closing a partition of the deleted topic failed", "err", err)
+		}
 	}
+	if err := b.fs.RemoveAll(aside); err != nil {
+		log.Warn("delete topic: removing its files failed; they are removed at the next start", "dir", aside, "err", err)
+	}
+	log.Info("topic deleted")
 	return nil
 }
 
@@ -433,19 +502,15 @@ func (b *Broker) addPartitions(name string, count int32, validateOnly bool) erro
 	for i := have; i < count; i++ {
 		p, err := b.openPartition(nt, i, true)
 		if err != nil {
-			for _, p := range nt.parts[have:] {
-				p.close()
-			}
-			return errCode(kerr.KafkaStorageError, "%v", err)
+			b.dropNewPartitions(nt, have, count)
+			return errCode(kerr.KafkaStorageError, "%v (no partition was added)", err)
 		}
 		nt.parts = append(nt.parts, p)
 	}
 	tm := topicMeta{ID: uuidString(t.id), Partitions: count, Configs: t.conf.explicit}
 	if err := writeJSON(b.fs, filepath.Join(b.topicPath(name), topicFile), &tm); err != nil {
-		for _, p := range nt.parts[have:] {
-			p.close()
-		}
-		return errCode(kerr.KafkaStorageError, "%v", err)
+		b.dropNewPartitions(nt, have, count)
+		return errCode(kerr.KafkaStorageError, "%v (no partition was added)", err)
 	}
 	b.mu.Lock()
 	b.topics[name] = nt
@@ -453,6 +518,19 @@ func (b *Broker) addPartitions(name string, count int32, validateOnly bool) erro
 	b.mu.Unlock()
 	b.cfg.logger.Info("partitions added", "topic", name, "partitions", count)
 	return nil
+}
+
+// dropNewPartitions undoes a failed addPartitions: it closes the
+// partitions opened from index have and removes their directories (a
+// leftover would be picked up, data and all, by a later CreatePartitions;
+// load removes any a crash leaves).
+func (b *Broker) dropNewPartitions(nt *topic, have, count int32) {
+	for _, p := range nt.parts[have:] {
+		p.close()
+	}
+	for i := have; i < count; i++ {
+		b.fs.RemoveAll(filepath.Join(b.topicPath(nt.name), strconv.Itoa(int(i))))
+	}
 }
 
 // allocPID returns a new producer id, reserving a new block in

@@ -61,7 +61,7 @@ func TestServeConfigPrecedence(t *testing.T) {
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ yaml, want string }{
-		{"lisen: x\n", `line 1: unknown key "lisen" (known: advertise, auto-create, data, fsync, listen, log-level, metrics, partitions)`},
+		{"lisen: x\n", `line 1: unknown key "lisen" (known: advertise, auto-create, data, disk-low-watermark, fsync, listen, log-level, metrics, partitions)`},
 		{"partitions: many\n", `partitions: "many": want an integer`},
 		{"auto-create: [true]\n", "auto-create: want a single value"},
 		{"- a\n", "want a mapping"},

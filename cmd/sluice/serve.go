@@ -50,6 +50,7 @@ beats the default.`,
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -69,6 +70,7 @@ type serveOptions struct {
 	partitions              int
 	metrics                 string
 	logLevel                string
+	diskLow                 int64
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -97,7 +99,7 @@ func serve(ctx context.Context, o serveOptions) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	b, err := broker.New(
+	opts := []broker.Opt{
 		broker.DataDir(o.data),
 		broker.ListenAddr(o.listen),
 		broker.AdvertiseAddr(o.advertise),
@@ -106,7 +108,11 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.DefaultPartitions(int32(o.partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
-	)
+	}
+	if o.diskLow >= 0 {
+		opts = append(opts, broker.DiskLowWatermark(o.diskLow))
+	}
+	b, err := broker.New(opts...)
 	if err != nil {
 		return err
 	}

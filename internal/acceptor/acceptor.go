@@ -19,6 +19,7 @@ type partitionLog interface {
 	StartOffset() int64
 	ApplyRetention() (removed int, err error)
 	Preallocate() error
+	Recover(keepUnsynced bool) error
 }
 
 // Acceptor owns one partition's writes: one goroutine drains its queue.
@@ -46,9 +47,10 @@ type Acceptor struct {
 	sendMu     sync.RWMutex
 	sendClosed bool
 
-	mu      sync.Mutex    // guards hwCh and stopped
-	hwCh    chan struct{} // closed at the next HW advance; nil until HWChanged asks
-	stopped bool          // the run goroutine has ended; HWChanged returns a closed channel
+	mu       sync.Mutex    // guards hwCh, healthCh and stopped
+	hwCh     chan struct{} // closed at the next HW advance; nil until HWChanged asks
+	healthCh chan struct{} // closed when the partition next fails or heals; nil until HealthChanged asks
+	stopped  bool          // the run goroutine has ended; HWChanged and HealthChanged return closed channels
 
 	closeOnce sync.Once
 	closing   chan struct{} // closed first by Close: wakes Appends blocked on a full queue
@@ -83,7 +85,7 @@ func start(log partitionLog, cfg Config) *Acceptor {
 		a.cfg.Metrics.failed()
 		// What the log holds may not be durable (a crashed process can
 		// leave unsynced bytes in the page cache), so readers see none
-		// of it; the partition refuses appends until it is reopened.
+		// of it; the partition refuses appends until it heals.
 		hw = log.StartOffset()
 	}
 	a.hw.Store(hw)
@@ -259,8 +261,35 @@ func (a *Acceptor) setHW(off int64) {
 	a.mu.Unlock()
 }
 
+// HealthChanged returns a channel closed when the partition next fails
+// or heals (Err changes), or when the acceptor stops. Take the channel
+// before reading Err, so that a change in between is not missed.
+func (a *Acceptor) HealthChanged() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.healthCh == nil {
+		a.healthCh = make(chan struct{})
+		if a.stopped {
+			close(a.healthCh)
+		}
+	}
+	return a.healthCh
+}
+
+// healthChanged wakes HealthChanged waiters.
+func (a *Acceptor) healthChanged() {
+	a.mu.Lock()
+	if a.healthCh != nil {
+		close(a.healthCh)
+		a.healthCh = nil
+	}
+	a.mu.Unlock()
+}
+
 // Err is the error that stopped the partition, if any. It matches
-// ErrFailed and the cause (errors.Is(err, syscall.ENOSPC)).
+// ErrFailed and the cause (errors.Is(err, syscall.ENOSPC)). A failed
+// partition tries to heal (see Config.HealBackoff); Err is nil again
+// once it has.
 func (a *Acceptor) Err() error {
 	if f := a.failure.Load(); f != nil {
 		return f

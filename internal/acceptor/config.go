@@ -1,6 +1,7 @@
 package acceptor
 
 import (
+	"log/slog"
 	"strconv"
 	"time"
 )
@@ -53,6 +54,22 @@ type Config struct {
 	// thousands. nil: no limit.
 	Syncs chan struct{}
 
+	// Logger receives the acceptor's log lines (a failed partition, a
+	// healed one, a failed retention run); default: discard. Callers
+	// attach topic and partition with Logger.With.
+	Logger *slog.Logger
+
+	// HealBackoff is the first wait before a failed partition tries to
+	// recover its log (storage.Log.Recover); it doubles after each
+	// failed attempt up to HealBackoffMax. Defaults 100 ms and 30 s.
+	HealBackoff, HealBackoffMax time.Duration
+
+	// Recovered, if set, runs on the acceptor goroutine after the log
+	// recovered and before any new append is taken: the caller rebuilds
+	// state derived from the log (the broker's idempotent-producer
+	// table). An error keeps the partition failed; recovery is retried.
+	Recovered func() error
+
 	// NewTicker makes the flush and retention tickers: it returns a
 	// channel that ticks every d and a function that stops it. nil uses
 	// time.NewTicker. Tests pass channels they tick by hand.
@@ -65,6 +82,8 @@ const (
 	DefaultBufferSize     = 1 << 20
 	DefaultFlushInterval  = time.Second
 	DefaultRetentionCheck = time.Minute
+	DefaultHealBackoff    = 100 * time.Millisecond
+	DefaultHealBackoffMax = 30 * time.Second
 )
 
 // withDefaults fills zero (and meaningless negative) fields.
@@ -86,6 +105,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NewTicker == nil {
 		c.NewTicker = realTicker
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.HealBackoff <= 0 {
+		c.HealBackoff = DefaultHealBackoff
+	}
+	if c.HealBackoffMax < c.HealBackoff {
+		c.HealBackoffMax = max(c.HealBackoff, DefaultHealBackoffMax)
 	}
 	return c
 }

@@ -47,9 +47,12 @@
 //
 // A failed write or fsync fails every append it covers, every append
 // written but not yet durable, and every later append: the partition
-// refuses appends (Err says why) until its log is reopened and recovered.
-// A failed fsync is never retried, since the kernel may already have
-// dropped the dirty pages. No append is acknowledged as durable unless
+// refuses appends (Err says why) until it heals: with backoff, its log
+// cuts itself back to what a successful fsync covered and rescans its
+// tail (storage.Log.Recover), Config.Recovered rebuilds the caller's
+// state, and appends resume from the log's end. A failed fsync is never
+// retried on the same bytes, since the kernel may already have dropped
+// the dirty pages. No append is acknowledged as durable unless
 // the fsync covering it succeeded.
 //
 // # Waiters

@@ -209,9 +209,10 @@ func (m *manualTicker) tick(t *testing.T, d time.Duration) {
 	c <- time.Time{}
 }
 
-// testConfig is a Config whose tickers only fire by hand.
+// testConfig is a Config whose tickers only fire by hand and whose failed
+// partitions do not heal within a test (heal tests shorten HealBackoff).
 func testConfig(mt *manualTicker) Config {
-	return Config{FlushInterval: time.Second, RetentionCheck: time.Minute, NewTicker: mt.newTicker}
+	return Config{FlushInterval: time.Second, RetentionCheck: time.Minute, NewTicker: mt.newTicker, HealBackoff: time.Hour}
 }
 
 // mkReq returns a request of one batch with records records of valueSize
@@ -304,4 +305,29 @@ func checkData(t *testing.T, data []byte, calls ...*call) {
 	if !bytes.Equal(data, want) {
 		t.Fatalf("log holds %d bytes that differ from the %d bytes appended", len(data), len(want))
 	}
+}
+
+// Recover fails while an error is injected; otherwise it cuts the data
+// back to what was synced (unless keepUnsynced), as storage.Log does.
+func (f *fakeLog) Recover(keepUnsynced bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.appendErr != nil {
+		return f.appendErr
+	}
+	if f.syncErr != nil {
+		return f.syncErr
+	}
+	if !keepUnsynced {
+		f.data = f.data[:f.synced]
+	}
+	f.next = 0
+	if _, err := batch.Split(f.data, func(h batch.Header, _ []byte) error {
+		f.next = h.LastOffset() + 1
+		return nil
+	}); err != nil {
+		return err
+	}
+	f.ops = append(f.ops, op{kind: "recover"})
+	return nil
 }

@@ -2,7 +2,6 @@ package acceptor
 
 import (
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -47,6 +46,13 @@ type runState struct {
 
 	flushTick, retainTick <-chan time.Time // retainTick is nil when retention is off
 	stopTickers           func()
+
+	// While failed, healTimer fires the next attempt to recover the log;
+	// healC is its channel (nil when none is armed), healDelay the wait
+	// that armed it.
+	healTimer *time.Timer
+	healC     <-chan time.Time
+	healDelay time.Duration
 }
 
 func (r *runState) init(a *Acceptor) {
@@ -127,6 +133,7 @@ func (a *Acceptor) loop() {
 	flushC := r.flushTick
 	if f := a.failure.Load(); f != nil {
 		r.failed = f
+		r.armHeal()
 	}
 	r.next = a.log.NextOffset()
 	r.written, r.synced = r.next, r.next
@@ -150,6 +157,9 @@ func (a *Acceptor) loop() {
 				continue
 			case <-r.retainTick:
 				r.retention()
+				continue
+			case <-r.healC:
+				r.heal()
 				continue
 			case <-a.stop:
 				r.shutdown()
@@ -238,7 +248,7 @@ func (r *runState) retention() {
 			return
 		}
 		r.cfg.Metrics.retentionFailed()
-		slog.Warn("acceptor: retention failed", "err", err)
+		r.cfg.Logger.Warn("acceptor: retention failed", "err", err)
 	}
 }
 
@@ -408,6 +418,7 @@ func (r *runState) finishSync(err error) {
 		return
 	}
 	r.synced = r.syncTarget
+	r.healDelay = 0 // the disk works again: a later failure starts the backoff afresh
 	r.a.setHW(r.synced)
 	n := 0
 	for _, w := range r.unsynced {
@@ -436,13 +447,15 @@ func (r *runState) syncNow() {
 // fail stops the partition: the appends the failed write or fsync covers,
 // and every later one, fail with the error. A failed fsync cannot be
 // retried safely (the kernel may have dropped the dirty pages), so the
-// partition refuses appends until it is reopened and recovered.
+// partition refuses appends until its log is recovered (heal).
 func (r *runState) fail(err error) {
 	if r.failed == nil {
 		r.failed = &failure{cause: err}
 		r.a.failure.Store(r.failed)
 		r.cfg.Metrics.failed()
-		slog.Error("acceptor: partition failed; it refuses appends until reopened", "err", err)
+		r.cfg.Logger.Error("acceptor: partition failed; it refuses appends until it heals", "err", err)
+		r.armHeal()
+		r.a.healthChanged()
 	}
 	for _, list := range [][]*waiter{r.pending, r.unsynced} {
 		for i, w := range list {
@@ -453,6 +466,61 @@ func (r *runState) fail(err error) {
 	}
 	r.pending, r.unsynced, r.bufHdrs = r.pending[:0], r.unsynced[:0], r.bufHdrs[:0]
 	r.dropBuf()
+}
+
+// armHeal schedules the next attempt to recover the failed log, backing
+// off from HealBackoff to HealBackoffMax.
+func (r *runState) armHeal() {
+	if r.healDelay == 0 {
+		r.healDelay = r.cfg.HealBackoff
+	} else {
+		r.healDelay = min(2*r.healDelay, r.cfg.HealBackoffMax)
+	}
+	if r.healTimer == nil {
+		r.healTimer = time.NewTimer(r.healDelay)
+	} else {
+		r.healTimer.Reset(r.healDelay)
+	}
+	r.healC = r.healTimer.C
+}
+
+// heal tries to bring the failed partition back: once no fsync is
+// running, the log cuts itself back to its durable bytes and rescans its
+// tail (storage.Log.Recover; under FsyncInterval and FsyncNever it keeps
+// every whole write, which was acknowledged already), then
+// Config.Recovered rebuilds what the caller derives from the log. Only
+// then does the partition take appends again, from the log's end. The
+// appends that failed were never acknowledged; any of their bytes the log
+// kept were fsynced, so a consumer may read them (and an idempotent
+// producer's retry finds them as duplicates).
+func (r *runState) heal() {
+	r.healC = nil
+	if r.failed == nil {
+		return
+	}
+	if r.syncing {
+		r.finishSync(<-r.syncDone) // failed already: this only collects it
+	}
+	err := r.a.log.Recover(r.cfg.Policy != FsyncAlways)
+	if err == nil && r.cfg.Recovered != nil {
+		err = r.cfg.Recovered()
+	}
+	if err != nil {
+		r.cfg.Metrics.healFailed()
+		r.cfg.Logger.Debug("acceptor: partition still failed", "err", err, "retry_in", min(2*r.healDelay, r.cfg.HealBackoffMax))
+		r.armHeal()
+		return
+	}
+	next := r.a.log.NextOffset()
+	r.next, r.written, r.synced, r.sinceSync = next, next, next, 0
+	// healDelay is kept until an fsync succeeds, so that a disk still
+	// full fails, heals and fails again ever more slowly.
+	r.failed = nil
+	r.a.failure.Store(nil)
+	r.a.setHW(next) // everything the recovered log holds was fsynced
+	r.cfg.Metrics.healed()
+	r.cfg.Logger.Info("acceptor: partition healed; it takes appends again", "next_offset", next)
+	r.a.healthChanged()
 }
 
 // shutdown runs when Close is called and no more appends can be queued:
@@ -483,7 +551,14 @@ func (r *runState) shutdown() {
 		close(a.hwCh)
 		a.hwCh = nil
 	}
+	if a.healthCh != nil {
+		close(a.healthCh)
+		a.healthCh = nil
+	}
 	a.mu.Unlock()
+	if r.healTimer != nil {
+		r.healTimer.Stop()
+	}
 }
 
 // freed notes that the acceptor no longer needs w's bytes (they were

@@ -17,6 +17,8 @@ type Metrics struct {
 	FsyncAppends   prometheus.Histogram // appends made durable per fsync (group-commit factor)
 	Failures       prometheus.Counter   // partitions stopped by a failed write or fsync
 	RetentionFails prometheus.Counter   // retention runs that returned an error
+	Heals          prometheus.Counter   // failed partitions that recovered
+	HealFails      prometheus.Counter   // recovery attempts that failed (the partition stays failed)
 }
 
 // pow2Buckets returns 0, 1, 2, 4, ... up to and including max (a power of two).
@@ -60,15 +62,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		Failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "sluice", Subsystem: "acceptor", Name: "failures_total",
-			Help: "Partitions stopped by a failed write or fsync (they refuse appends until reopened).",
+			Help: "Partitions stopped by a failed write or fsync (they refuse appends until they heal).",
 		}),
 		RetentionFails: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "sluice", Subsystem: "acceptor", Name: "retention_errors_total",
 			Help: "Retention runs that returned an error.",
 		}),
+		Heals: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "acceptor", Name: "heals_total",
+			Help: "Failed partitions that recovered their log and take appends again.",
+		}),
+		HealFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "acceptor", Name: "heal_attempts_failed_total",
+			Help: "Attempts to recover a failed partition that failed (it stays failed and retries with backoff).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.QueueDepth, m.WriteBytes, m.WriteAppends, m.FsyncSeconds, m.FsyncAppends, m.Failures, m.RetentionFails)
+		reg.MustRegister(m.QueueDepth, m.WriteBytes, m.WriteAppends, m.FsyncSeconds, m.FsyncAppends, m.Failures, m.RetentionFails, m.Heals, m.HealFails)
 	}
 	return m
 }
@@ -102,5 +112,17 @@ func (m *Metrics) failed() {
 func (m *Metrics) retentionFailed() {
 	if m != nil {
 		m.RetentionFails.Inc()
+	}
+}
+
+func (m *Metrics) healed() {
+	if m != nil {
+		m.Heals.Inc()
+	}
+}
+
+func (m *Metrics) healFailed() {
+	if m != nil {
+		m.HealFails.Inc()
 	}
 }

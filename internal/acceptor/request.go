@@ -16,9 +16,9 @@ var (
 	ErrBadRequest = errors.New("acceptor: invalid append request")
 	// ErrFailed: a write or fsync of the partition failed; the append may
 	// or may not be on disk, and the partition refuses appends until it
-	// is reopened. Errors wrap ErrFailed and the cause (for example
-	// syscall.ENOSPC).
-	ErrFailed = errors.New("acceptor: partition failed; reopen to recover")
+	// heals (Config.HealBackoff). Errors wrap ErrFailed and the cause (for
+	// example syscall.ENOSPC).
+	ErrFailed = errors.New("acceptor: partition failed; it refuses appends until it heals")
 )
 
 // failure wraps the error that stopped a partition so that it matches

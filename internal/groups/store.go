@@ -85,8 +85,10 @@ func openLogStore(cfg Config) (*logStore, error) {
 		fs:  cfg.FS,
 		dir: cfg.Dir,
 		// The internal log is never trimmed by retention: compaction keeps it small.
-		scfg:       storage.Config{RetentionAge: -1, RetentionBytes: -1, SegmentAge: -1, SegmentBytes: 64 << 20},
-		acfg:       acceptor.Config{Policy: cfg.SyncPolicy, RetentionCheck: -1, QueueSize: 1024},
+		scfg: storage.Config{RetentionAge: -1, RetentionBytes: -1, SegmentAge: -1, SegmentBytes: 64 << 20,
+			Logger: cfg.Logger.With("log", "groups")},
+		acfg: acceptor.Config{Policy: cfg.SyncPolicy, RetentionCheck: -1, QueueSize: 1024,
+			Logger: cfg.Logger.With("log", "groups")},
 		compactMin: int64(cfg.CompactMinRecords),
 		now:        func() int64 { return cfg.Now().UnixMilli() },
 		logf:       cfg.Logger.Warn,

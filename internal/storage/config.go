@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 )
@@ -19,6 +20,14 @@ type Config struct {
 	// fsync after an append covers data only; default 256 KiB; <0 off.
 	Preallocate int64
 	Now         func() time.Time
+	// Logger receives the log's warnings (a torn tail cut at Open, a
+	// failed log recovered); default: discard. Callers attach the topic
+	// and partition with Logger.With.
+	Logger *slog.Logger
+
+	// verify makes Open scan and check every batch of every segment,
+	// trusting no index or checkpoint (Repair uses it).
+	verify bool
 }
 
 // Defaults applied to zero Config fields.
@@ -58,6 +67,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
 }

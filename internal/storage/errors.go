@@ -16,10 +16,10 @@ var (
 	// batches with contiguous offsets from NextOffset. Nothing was written.
 	ErrBadAppend = errors.New("storage: invalid append")
 	// ErrFailed: an earlier write, fsync or roll failed, so the bytes on
-	// disk are unknown; the log refuses writes until it is reopened (a
-	// failed fsync cannot be retried safely). Errors wrap both ErrFailed
-	// and the original cause.
-	ErrFailed = errors.New("storage: log failed; reopen to recover")
+	// disk are unknown; the log refuses writes until Recover (or a reopen)
+	// cuts it back to its durable bytes (a failed fsync cannot be retried
+	// safely). Errors wrap both ErrFailed and the original cause.
+	ErrFailed = errors.New("storage: log failed; it refuses writes until recovered")
 )
 
 // errSliceGone is returned by Slice methods once retention or Close has
@@ -55,6 +55,6 @@ type failure struct {
 }
 
 func (f *failure) Error() string {
-	return fmt.Sprintf("storage: %s: %v (log failed; reopen to recover)", f.what, f.cause)
+	return fmt.Sprintf("storage: %s: %v (log failed; it refuses writes until recovered)", f.what, f.cause)
 }
 func (f *failure) Unwrap() []error { return []error{ErrFailed, f.cause} }

@@ -18,10 +18,12 @@ import (
 // MaxTimestamp, ScanHeaders, and the returned Slices) concurrently with it.
 // Storage starts no goroutines.
 //
-// Locking: mu is the only lock. Readers hold it shared only while they
-// pick a segment and take a reference to it; file I/O happens outside it.
-// The writer takes it exclusively only to publish the effect of a write
-// (new size, index entries, segment list), never across I/O.
+// Locking: mu guards the segment list and what readers see of each
+// segment. Readers hold it shared only while they pick a segment and take
+// a reference to it; file I/O happens outside it. The writer takes it
+// exclusively only to publish the effect of a write (new size, index
+// entries, segment list), never across I/O. failMu guards the failure
+// alone and is never held with mu.
 type Log struct {
 	fs  vfs.FS
 	dir string
@@ -139,7 +141,7 @@ func (l *Log) failure() error {
 // continue the log) returns an error matching ErrBadAppend and writes
 // nothing. A failed write returns an error matching ErrFailed and the
 // cause (errors.Is(err, syscall.ENOSPC) works); the log then refuses
-// writes until reopened.
+// writes until Recover (or a reopen) brings it back.
 func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	if err := l.checkWritable(); err != nil {
 		return err
@@ -234,8 +236,10 @@ func (l *Log) Sync() error {
 	}
 	l.mu.RLock()
 	var a *segment
+	var size int64
 	if !l.closed && len(l.segs) > 0 {
 		a = l.segs[len(l.segs)-1]
+		size = a.size
 		if !a.acquire() {
 			a = nil
 		}
@@ -248,6 +252,9 @@ func (l *Log) Sync() error {
 	if err := a.file.Sync(); err != nil {
 		return l.fail("sync "+a.path, err)
 	}
+	l.mu.Lock()
+	a.synced = max(a.synced, size)
+	l.mu.Unlock()
 	return nil
 }
 
@@ -330,6 +337,9 @@ func (l *Log) Roll() error {
 	if err := a.file.Sync(); err != nil {
 		return l.fail("sync "+a.path+" before roll", err)
 	}
+	l.mu.Lock()
+	a.synced = a.size
+	l.mu.Unlock()
 	if err := writeIndexes(l.fs, a); err != nil {
 		return l.fail("roll", err)
 	}

@@ -269,6 +269,12 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		a.created = cfg.Now()
 	}
 	a.alloc = a.size // recovery cut anything after the data
+	// What recovery accepted is the log; the acceptor's first Sync makes
+	// it durable, and Recover keeps it.
+	a.synced = a.size
+	if r.TruncatedBytes > 0 {
+		cfg.Logger.Warn("storage: cut a torn tail off the log", "dir", dir, "bytes", r.TruncatedBytes, "segment", a.path)
+	}
 	return l, nil
 }
 
@@ -311,7 +317,7 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment,
 	r := &l.report
 
 	sum, offs, times, ok := loadIndexes(l.fs, s)
-	ok = ok && sum.covered <= size
+	ok = ok && sum.covered <= size && !l.cfg.verify
 	if !ok {
 		r.IndexesRebuilt++
 	}

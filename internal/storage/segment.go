@@ -78,6 +78,7 @@ type segment struct {
 	maxTsOff int64       // guarded by Log.mu: base offset of the batch first reaching maxTs
 	offIdx   []offEntry  // guarded by Log.mu (append-only)
 	timeIdx  []timeEntry // guarded by Log.mu (append-only)
+	synced   int64       // guarded by Log.mu: the first synced bytes (a prefix of size), known durable
 
 	// Writer-only state.
 	alloc     int64     // the file's length: size, plus zeros written ahead (Log.Preallocate) in the active segment

@@ -40,6 +40,9 @@ type MemFS struct {
 	inject  func(Op) error
 	counts  [numOpKinds]int64
 	seq     int64
+	// capacity bounds the bytes of all files (SetCapacity); 0: unlimited.
+	capacity int64
+	locks    map[string]bool // names held by Lock
 }
 
 // memNode is one file's contents (an inode: renames move it, open handles
@@ -261,6 +264,9 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	if err := m.beginLocked(OpRename, oldname); err != nil {
 		return err
 	}
+	if m.dirs[oldname] {
+		return m.renameDirLocked(oldname, newname)
+	}
 	n, ok := m.files[oldname]
 	if !ok {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrNotExist}
@@ -270,6 +276,43 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	}
 	delete(m.files, oldname)
 	m.files[newname] = n
+	return nil
+}
+
+// renameDirLocked moves a directory tree. Like MkdirAll, a directory
+// rename is durable at once (the crash model covers files, not the
+// directory tree): the files under it keep their durable state under
+// their new names.
+func (m *MemFS) renameDirLocked(oldname, newname string) error {
+	if err := m.parentExistsLocked(newname); err != nil {
+		return err
+	}
+	if m.dirs[newname] {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrExist}
+	}
+	move := func(p string) (string, bool) {
+		if p == oldname {
+			return newname, true
+		}
+		if rest, ok := strings.CutPrefix(p, oldname+"/"); ok {
+			return newname + "/" + rest, true
+		}
+		return "", false
+	}
+	for _, tab := range []map[string]*memNode{m.files, m.durable} {
+		for p, n := range tab {
+			if q, ok := move(p); ok {
+				delete(tab, p)
+				tab[q] = n
+			}
+		}
+	}
+	for d := range m.dirs {
+		if q, ok := move(d); ok {
+			delete(m.dirs, d)
+			m.dirs[q] = true
+		}
+	}
 	return nil
 }
 
@@ -473,6 +516,9 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if err := f.fs.beginLocked(OpWrite, f.name); err != nil {
 		return 0, err
 	}
+	if err := f.fs.spaceLocked(f.name, len(p)); err != nil {
+		return 0, err
+	}
 	f.n.data = append(f.n.data, p...)
 	f.n.modTime = time.Now()
 	return len(p), nil
@@ -492,6 +538,11 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, &os.PathError{Op: "write", Path: f.name, Err: os.ErrInvalid}
 	}
 	n := f.n
+	if grow := int(off) + len(p) - len(n.data); grow > 0 {
+		if err := f.fs.spaceLocked(f.name, grow); err != nil {
+			return 0, err
+		}
+	}
 	n.keepDurableLocked(int(min(off, int64(len(n.data)))))
 	if end := int(off) + len(p); end > len(n.data) {
 		n.data = append(n.data, make([]byte, end-len(n.data))...)

@@ -6,6 +6,8 @@
 package vfs
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -61,3 +63,51 @@ type FS interface {
 type OSFile interface {
 	OS() *os.File
 }
+
+// Usage is a filesystem's space, as statfs reports it to an unprivileged
+// process.
+type Usage struct {
+	Free  uint64 // bytes available to this process
+	Total uint64 // size of the filesystem in bytes
+}
+
+// Statter is implemented by filesystems that can report their free space.
+type Statter interface {
+	// Usage reports the space of the filesystem holding dir.
+	Usage(dir string) (Usage, error)
+}
+
+// Locker is implemented by filesystems that can lock a directory for one
+// owner.
+type Locker interface {
+	// Lock takes an exclusive lock on the file name (created if absent)
+	// and returns what releases it. The lock is released when the
+	// process exits, however it exits. If another owner holds it, Lock
+	// fails at once with an error matching ErrLocked that names the
+	// holder's process id where it is known.
+	Lock(name string) (Unlocker, error)
+}
+
+// Unlocker releases a lock taken by Locker.Lock. Unlock is idempotent.
+type Unlocker interface {
+	Unlock() error
+}
+
+// ErrLocked: a Locker.Lock found the lock held by another owner. The
+// error returned is a *LockedError.
+var ErrLocked = errors.New("vfs: locked by another owner")
+
+// LockedError names a held lock and its holder.
+type LockedError struct {
+	Name string // the lock file
+	PID  int    // the holder's process id; 0 when unknown
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("%s is held by process %d", e.Name, e.PID)
+	}
+	return e.Name + " is held by another owner"
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }

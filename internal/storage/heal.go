@@ -1,0 +1,96 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Failed is the write-path failure that stopped the log, or nil.
+func (l *Log) Failed() error { return l.failure() }
+
+// Recover brings a failed log back into service without closing it, as
+// Open would after a crash: it cuts the active segment back to the bytes
+// known durable (those a successful Sync or Roll covered; with
+// keepUnsynced, every byte of a whole write, for callers that already
+// acknowledged writes before syncing them), removes the files of a roll
+// that did not finish, fsyncs, rescans the active segment's batches
+// (CRC included) and rebuilds its in-memory index. On success the log
+// accepts writes again from NextOffset; on failure it stays failed and
+// Recover may be called again later (when the disk has room again).
+//
+// Recover is a writing method: the writer calls it, with no Sync running.
+// A log that has not failed is left alone.
+func (l *Log) Recover(keepUnsynced bool) error {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	cause := l.failure()
+	if cause == nil {
+		return nil
+	}
+	a := l.active()
+	l.mu.RLock()
+	keep := a.synced
+	if keepUnsynced {
+		keep = a.size
+	}
+	l.mu.RUnlock()
+
+	// A roll that failed after creating the next segment left an empty
+	// segment file (and perhaps index temporaries) that the log never
+	// listed.
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("storage: recover %s: list: %w", l.dir, err)
+	}
+	dirty := false
+	for _, n := range names {
+		stem := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, indexSuffix), timeIndexSuffix), logSuffix)
+		base, ok := parseSegmentName(stem + logSuffix)
+		if strings.HasSuffix(n, tmpSuffix) || (ok && base > a.base) {
+			if err := l.fs.Remove(filepath.Join(l.dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("storage: recover %s: remove leftover %s: %w", l.dir, n, err)
+			}
+			dirty = true
+		}
+	}
+	// The kept bytes are rescanned and published before the file is cut,
+	// so that a reader never looks for a batch past the end of the file.
+	s := newSegment(l.dir, a.base, a.file)
+	w := &window{f: a.file, size: keep}
+	if end, _, err := scan(s, w, 0, int64(l.cfg.IndexInterval)); err != nil {
+		return fmt.Errorf("storage: recover %s: the kept bytes do not scan at byte %d: %w", a.path, end, err)
+	}
+	l.mu.Lock()
+	// Fresh index slices: readers holding the old ones keep them.
+	a.size, a.next, a.maxTs, a.maxTsOff = s.size, s.next, s.maxTs, s.maxTsOff
+	a.offIdx, a.timeIdx = s.offIdx, s.timeIdx
+	a.synced = keep
+	l.mu.Unlock()
+	a.sinceOff, a.sinceTime = s.sinceOff, s.sinceTime
+
+	if err := a.file.Truncate(keep); err != nil {
+		return fmt.Errorf("storage: recover %s: truncate to %d: %w", a.path, keep, err)
+	}
+	a.alloc = keep // zeros written ahead are gone too; Preallocate writes them again
+	if err := a.file.Sync(); err != nil {
+		return fmt.Errorf("storage: recover %s: sync: %w", a.path, err)
+	}
+	if dirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("storage: recover %s: sync directory: %w", l.dir, err)
+		}
+	}
+
+	l.failMu.Lock()
+	l.failed = nil
+	l.failMu.Unlock()
+	l.cfg.Logger.Info("storage: failed log recovered", "dir", l.dir, "next_offset", s.next, "cause", cause)
+	return nil
+}
