@@ -15,9 +15,10 @@ type Config struct {
 	RetentionBytes int64         // keep at most this many bytes; <0 or 0 = unlimited (retention.bytes, default -1)
 	RetentionAge   time.Duration // delete segments whose newest batch is older; <0 = unlimited; 0 = default 7 days (retention.ms)
 	IndexInterval  int           // bytes between sparse offset-index entries; default 4096 (index.interval.bytes)
-	// Preallocate is how many bytes of zeros Log.Preallocate keeps
-	// written and synced ahead of the active segment's data, so that an
-	// fsync after an append covers data only; default 256 KiB; <0 off.
+	// Preallocate is the most bytes of zeros Log.Preallocate keeps
+	// written and synced ahead of the active segment's data (as many as
+	// the segment holds, at least 16 KiB), so that an fsync after an
+	// append covers data only; default 256 KiB; <0 off.
 	Preallocate int64
 	Now         func() time.Time
 	// Logger receives the log's warnings (a torn tail cut at Open, a

@@ -23,7 +23,8 @@
 // indexes, creates the next file and syncs the directory.
 //
 // The active segment's file may run past its data: Log.Preallocate writes
-// zeros (up to Config.Preallocate bytes ahead, synced once) and appends
+// zeros (as far ahead as the segment holds, 16 KiB to
+// Config.Preallocate, synced once) and appends
 // write over them, so their fsyncs flush data only. A roll and a clean
 // Close cut the zeros off first, so sealed segments and the clean-shutdown
 // checkpoint name exact sizes; after a crash, the scan ends at the last

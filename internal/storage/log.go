@@ -258,19 +258,24 @@ func (l *Log) Sync() error {
 	return nil
 }
 
+// minPreallocate is the least Preallocate writes ahead (unless
+// Config.Preallocate is smaller).
+const minPreallocate = 16 << 10
+
 // zeros is what Preallocate writes (read only).
 var zeros = make([]byte, 64<<10)
 
 // Preallocate writes zeros ahead of the active segment's data and syncs
-// them, when fewer than half of Config.Preallocate bytes are left, so
+// them, when fewer than half of the bytes it keeps ahead are left, so
 // that the fsyncs after the next appends cover data only: the file's
 // size and extents are already durable (a filesystem journals a file
 // that grows at every fdatasync). It is a writing method, for the writer
 // to call while idle, with nothing appended since the last Sync; it never
-// changes what the log holds or what readers see. It writes no further
-// than the segment size, and each call at most Config.Preallocate bytes,
-// so idle partitions, which never call it, cost nothing and a small disk
-// is not filled ahead of need.
+// changes what the log holds or what readers see. It keeps as many bytes
+// ahead as the segment already holds, at least 16 KiB and at most
+// Config.Preallocate, never past the segment size: idle partitions,
+// which never call it, cost nothing, a partition written little zeroes
+// little, and a small disk is not filled ahead of need.
 //
 // A failed write of zeros (a full disk) cuts them off again and is
 // returned with the log still healthy: appends then grow the file, as
@@ -284,8 +289,11 @@ func (l *Log) Preallocate() error {
 		return err
 	}
 	a := l.active()
-	end := min(a.size+l.cfg.Preallocate, l.cfg.SegmentBytes)
-	if a.alloc-a.size >= l.cfg.Preallocate/2 || end <= a.alloc {
+	// As far ahead as the segment already holds, so that a partition
+	// written little (one of thousands) zeroes little.
+	ahead := min(l.cfg.Preallocate, max(minPreallocate, a.size))
+	end := min(a.size+ahead, l.cfg.SegmentBytes)
+	if a.alloc-a.size >= ahead/2 || end <= a.alloc {
 		return nil
 	}
 	for pos := a.alloc; pos < end; {

@@ -112,11 +112,13 @@ func TestPreallocateDiskFull(t *testing.T) {
 	if err := m.MkdirAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Preallocate: 200 << 10} // several zero writes
+	cfg := Config{Preallocate: 200 << 10}
 	l := mustOpen(t, m, dir, cfg)
 	defer l.Close()
 	a := newAppender(t, l)
-	a.add(2, 100, 1)
+	for i := range 40 { // 200 KiB of data: as many zeros ahead, in several writes
+		a.add(5, 1000, int64(i))
+	}
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
