@@ -23,8 +23,13 @@ package broker
 //     which tells clients to send full fetch requests; a request naming a
 //     session gets FETCH_SESSION_ID_NOT_FOUND. ForgottenTopics is
 //     ignored.
-//   - Isolation levels are the same: Sluice has no transactions, so the
-//     last stable offset is the high watermark.
+//   - IsolationLevel 1 (read_committed) reads stop at the last stable
+//     offset (the first offset of the oldest open transaction, else the
+//     high watermark) and the response lists the aborted transactions
+//     (producer id, first offset) that overlap the range read, so the
+//     client drops their records; read_uncommitted reads up to the high
+//     watermark. Control batches are returned as stored (clients skip
+//     them).
 //   - v13 names topics by id; an unknown id gets UNKNOWN_TOPIC_ID.
 //   - Leader epochs are not checked (the leader epoch is always 0).
 
@@ -53,6 +58,7 @@ type fetchPart struct {
 	maxBytes int32
 	code     int16
 	slice    storage.Slice
+	limit    int64 // the offset the read stopped before (HW or LSO)
 }
 
 func handleFetch(r *request) (kmsg.Response, error) {
@@ -100,7 +106,7 @@ func handleFetch(r *request) (kmsg.Response, error) {
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	var timer *time.Timer
 	for {
-		total, failed, wake := readParts(parts, req.MaxBytes)
+		total, failed, wake := readParts(parts, req.MaxBytes, req.IsolationLevel == 1)
 		if total >= int(req.MinBytes) || failed || maxWait <= 0 || r.ctx.Err() != nil {
 			break
 		}
@@ -116,7 +122,7 @@ func handleFetch(r *request) (kmsg.Response, error) {
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
 		}
 		if i, _, _ := reflect.Select(cases); i == 0 {
-			readParts(parts, req.MaxBytes)
+			readParts(parts, req.MaxBytes, req.IsolationLevel == 1)
 			break
 		}
 	}
@@ -128,10 +134,18 @@ func handleFetch(r *request) (kmsg.Response, error) {
 		if fp.p != nil {
 			hw := fp.p.acc.HighWatermark()
 			sp.HighWatermark = hw
-			sp.LastStableOffset = hw
+			sp.LastStableOffset = fp.p.txns.lso(hw)
 			sp.LogStartOffset = fp.p.log.StartOffset()
+			if req.IsolationLevel == 1 && fp.slice.Len() > 0 {
+				fp.p.txns.trim(sp.LogStartOffset) // forget what retention removed
+				sp.AbortedTransactions = fp.p.txns.abortedIn(fp.offset, fp.limit)
+			}
 		}
 		if fp.slice.Len() > 0 {
+			first, next := fp.slice.Offsets()
+			n := next - max(first, fp.offset)
+			fp.p.traffic.out(n, fp.slice.Len())
+			b.traffic.out(n, fp.slice.Len())
 			fr.add(sp, fp.slice)
 		} else {
 			// An empty record set is a zero-length array, never null:
@@ -146,7 +160,7 @@ func handleFetch(r *request) (kmsg.Response, error) {
 // the record bytes found, whether a partition has an error, and the
 // channels that close when a partition's high watermark next moves
 // (taken before the reads, so no advance is missed).
-func readParts(parts []fetchPart, maxBytes int32) (total int, failed bool, wake []<-chan struct{}) {
+func readParts(parts []fetchPart, maxBytes int32, committed bool) (total int, failed bool, wake []<-chan struct{}) {
 	budget := int64(maxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -167,7 +181,11 @@ func readParts(parts []fetchPart, maxBytes int32) (total int, failed bool, wake 
 		if fp.maxBytes <= 0 {
 			continue
 		}
-		s, err := fp.p.log.Read(fp.offset, fp.p.acc.HighWatermark(), int(max(limit, 1)))
+		fp.limit = fp.p.acc.HighWatermark()
+		if committed {
+			fp.limit = fp.p.txns.lso(fp.limit)
+		}
+		s, err := fp.p.log.Read(fp.offset, fp.limit, int(max(limit, 1)))
 		switch {
 		case err == nil:
 			fp.slice = s

@@ -4,10 +4,11 @@ package broker
 //
 // Behaviour:
 //   - Timestamp -2 (earliest) and -4 (earliest local, v8): the log start
-//     offset. -1 (latest): the high watermark (Sluice has no
-//     transactions, so read_committed gets the same). -3 (max timestamp,
-//     v7+): the offset and timestamp of the record with the largest
-//     timestamp below the high watermark.
+//     offset. -1 (latest): the high watermark, or with IsolationLevel 1
+//     (read_committed) the last stable offset. -3 (max timestamp, v7+):
+//     the offset and timestamp of the record with the largest timestamp
+//     below the high watermark (the last stable offset for
+//     read_committed); timestamp lookups likewise.
 //   - Any other timestamp t: the first offset whose record has a
 //     timestamp >= t, with that timestamp; -1 and -1 when none does
 //     below the high watermark. The storage time index finds the batch;
@@ -41,7 +42,7 @@ func handleListOffsets(r *request) (kmsg.Response, error) {
 			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				off, ts, err := listOffset(t.parts[rp.Partition], rp.Timestamp)
+				off, ts, err := listOffset(t.parts[rp.Partition], rp.Timestamp, req.IsolationLevel == 1)
 				if err != nil {
 					sp.ErrorCode = codeOf(err)
 				} else {
@@ -56,8 +57,11 @@ func handleListOffsets(r *request) (kmsg.Response, error) {
 }
 
 // listOffset answers one partition of a ListOffsets request.
-func listOffset(p *partition, ts int64) (offset, timestamp int64, err error) {
+func listOffset(p *partition, ts int64, committed bool) (offset, timestamp int64, err error) {
 	hw := p.acc.HighWatermark()
+	if committed {
+		hw = p.txns.lso(hw)
+	}
 	switch ts {
 	case -2, -4:
 		return p.log.StartOffset(), -1, nil

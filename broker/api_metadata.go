@@ -14,9 +14,16 @@ package broker
 //     AllowAutoTopicCreation for v4+), with DefaultPartitions partitions;
 //     otherwise it gets UNKNOWN_TOPIC_OR_PARTITION. An invalid name gets
 //     INVALID_TOPIC_EXCEPTION.
+//   - The internal topics clients expect, __consumer_offsets and
+//     __transaction_state, are listed with IsInternal set (one partition
+//     each; regex subscriptions skip them, as with Kafka). They stand for
+//     the group and transaction coordinators' own logs: produce to them is
+//     refused (INVALID_TOPIC_EXCEPTION), they cannot be created or
+//     deleted, and they hold no records a client can fetch.
 //   - Authorized operations are not computed.
 
 import (
+	"crypto/sha256"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -40,6 +47,9 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 		for _, t := range b.sortedTopics() {
 			resp.Topics = append(resp.Topics, metadataTopic(t))
 		}
+		for _, name := range internalTopics {
+			resp.Topics = append(resp.Topics, internalMetadataTopic(name))
+		}
 		return resp, nil
 	}
 	mayCreate := req.Version < 4 || req.AllowAutoTopicCreation
@@ -59,6 +69,10 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 			continue
 		}
 		name := *rt.Topic
+		if isInternalTopic(name) {
+			resp.Topics = append(resp.Topics, internalMetadataTopic(name))
+			continue
+		}
 		t := b.lookup(name)
 		var err error
 		if t == nil {
@@ -100,5 +114,34 @@ func metadataTopic(t *topic) kmsg.MetadataResponseTopic {
 		mp.ISR = []int32{nodeID}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
+	return mt
+}
+
+// internalTopics are the Kafka internal topics Sluice lists in Metadata.
+var internalTopics = []string{"__consumer_offsets", "__transaction_state"}
+
+func isInternalTopic(name string) bool {
+	for _, n := range internalTopics {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// internalMetadataTopic describes an internal topic: one partition led by
+// this broker, a fixed topic id derived from the name.
+func internalMetadataTopic(name string) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	n := name
+	mt.Topic = &n
+	mt.IsInternal = true
+	sum := sha256.Sum256([]byte("sluice internal topic " + name))
+	copy(mt.TopicID[:], sum[:16])
+	mt.TopicID[0] |= 0x80 // never the all-zero id
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.LeaderEpoch = 0
+	mp.Leader, mp.Replicas, mp.ISR = nodeID, []int32{nodeID}, []int32{nodeID}
+	mt.Partitions = []kmsg.MetadataResponseTopicPartition{mp}
 	return mt
 }

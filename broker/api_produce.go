@@ -23,8 +23,13 @@ package broker
 //     order per partition.
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION (topics
 //     are auto-created by Metadata, not by Produce).
-//   - Transactions are not supported: transactional batches get
-//     INVALID_RECORD. LogAppendTime is -1 (CreateTime topics only).
+//   - Transactional batches (KIP-98) are checked on the partition's
+//     acceptor goroutine against the transaction coordinator: a producer
+//     id unknown to it gets INVALID_PRODUCER_ID_MAPPING, another epoch
+//     INVALID_PRODUCER_EPOCH, a partition not added to the ongoing
+//     transaction INVALID_TXN_STATE. Internal topics refuse produce
+//     (INVALID_TOPIC_EXCEPTION). LogAppendTime is -1 (CreateTime topics
+//     only).
 //   - v13's topic ids are not served (v11 is the maximum).
 
 import (
@@ -37,6 +42,7 @@ import (
 
 	"sluice/internal/acceptor"
 	"sluice/internal/batch"
+	"sluice/internal/txn"
 )
 
 func init() { register(kmsg.Produce.Int16(), 3, 11, handleProduce) }
@@ -69,6 +75,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			switch {
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				err = errCode(kerr.InvalidRequiredAcks, "acks=%d; Sluice accepts 0, 1 and -1", req.Acks)
+			case t == nil && isInternalTopic(rt.Topic):
+				err = errCode(kerr.InvalidTopicException, "%s is internal: clients may not produce to it", rt.Topic)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				err = errCode(kerr.UnknownTopicOrPartition, "%s/%d does not exist", rt.Topic, rp.Partition)
 			default:
@@ -120,7 +128,11 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 
 // enqueue queues validated batches for a partition's acceptor. For
 // idempotent batches the producer-state check runs on the acceptor
-// goroutine, serialized with offset assignment (see producers.go).
+// goroutine, serialized with offset assignment (see producers.go); for
+// transactional ones so do the coordinator's check (the producer is the
+// current incarnation and added this partition to its ongoing
+// transaction) and the opening of the transaction on the partition, so
+// no batch can land after its transaction's marker.
 func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
@@ -128,14 +140,60 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 	// validateBatches parsed these bytes once (CRC32C included); its
 	// headers travel with them to storage, which reads them no more.
 	req := &acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
+	idem, txnal := false, false
 	for i := range hs {
-		if hs[i].Idempotent() {
-			req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
-			break
+		idem = idem || hs[i].Idempotent()
+		txnal = txnal || hs[i].Transactional()
+	}
+	var tc *txn.Coordinator
+	if txnal {
+		if tc = b.txnc.Load(); tc == nil {
+			return acceptor.Pending{}, errCode(kerr.CoordinatorNotAvailable, "the transaction coordinator is not running")
 		}
 	}
+	switch {
+	case txnal:
+		req.Check = func(base int64) (int64, bool, error) {
+			for i := range hs {
+				h := &hs[i]
+				if !h.Transactional() {
+					continue
+				}
+				if code := tc.CheckProduce(h.ProducerID, h.ProducerEpoch, p.topic, p.index); code != 0 {
+					return 0, false, codeErr(code, "transactional batch of producer %d epoch %d for %s/%d", h.ProducerID, h.ProducerEpoch, p.topic, p.index)
+				}
+			}
+			dupBase, dup, err := p.pids.check(hs, base)
+			if err != nil || dup {
+				return dupBase, dup, err
+			}
+			off := base
+			for i := range hs {
+				if hs[i].Transactional() {
+					p.txns.begin(hs[i].ProducerID, off)
+				}
+				off += int64(hs[i].LastOffsetDelta) + 1
+			}
+			return 0, false, nil
+		}
+	case idem:
+		req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
+	}
 	pend, err := p.acc.Enqueue(ctx, req)
+	if err == nil {
+		p.traffic.in(n, len(records))
+		b.traffic.in(n, len(records))
+	}
 	return pend, appendError(p, err)
+}
+
+// codeErr is errCode for a numeric Kafka error code.
+func codeErr(code int16, format string, args ...any) error {
+	ke, ok := kerr.ErrorForCode(code).(*kerr.Error)
+	if !ok {
+		ke = kerr.UnknownServerError
+	}
+	return errCode(ke, format, args...)
 }
 
 // wait waits for a queued append and returns its base offset (the

@@ -301,7 +301,10 @@ func TestTopicAdmin(t *testing.T) {
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 12
 	mr := c.roundTrip(md).(*kmsg.MetadataResponse)
-	if len(mr.Topics) != 1 || *mr.Topics[0].Topic != "cfg" || len(mr.Topics[0].Partitions) != 4 || mr.Topics[0].TopicID != id {
+	if n := len(mr.Topics); n != 3 || !mr.Topics[1].IsInternal || !mr.Topics[2].IsInternal || mr.Topics[0].IsInternal {
+		t.Fatalf("metadata after restart: want cfg and the two internal topics, got %+v", mr.Topics)
+	}
+	if len(mr.Topics) != 3 || *mr.Topics[0].Topic != "cfg" || len(mr.Topics[0].Partitions) != 4 || mr.Topics[0].TopicID != id {
 		t.Fatalf("metadata after restart: %+v", mr.Topics)
 	}
 	// Auto-creation is off: asking for an unknown topic does not create it.

@@ -157,7 +157,8 @@ func TestBadBatches(t *testing.T) {
 		{"trailing garbage", append(good(), 1, 2, 3), kerr.CorruptMessage},
 		{"record count disagrees with lastOffsetDelta", storagetest.Build(storagetest.Spec{Records: 3, ValueSize: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Attributes: 0}), nil},
 		{"larger than max.message.bytes", storagetest.MakeBatch(10, 300, 1), kerr.MessageTooLarge},
-		{"transactional", storagetest.Build(storagetest.Spec{Records: 1, ProducerID: 5, ProducerEpoch: 0, BaseSequence: 0, Attributes: 0x10}), kerr.InvalidRecord},
+		{"transactional, producer unknown to the coordinator", storagetest.Build(storagetest.Spec{Records: 1, ProducerID: 5, ProducerEpoch: 0, BaseSequence: 0, Attributes: 0x10}), kerr.InvalidProducerIDMapping},
+		{"transactional without a producer id", storagetest.Build(storagetest.Spec{Records: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Attributes: 0x10}), kerr.InvalidRecord},
 		{"control batch", storagetest.Build(storagetest.Spec{Records: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Attributes: 0x20}), kerr.InvalidRecord},
 	}
 	// A record count that disagrees with lastOffsetDelta needs a rebuilt

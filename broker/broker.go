@@ -16,6 +16,7 @@ import (
 	"sluice/internal/acceptor"
 	"sluice/internal/groups"
 	"sluice/internal/storage"
+	"sluice/internal/txn"
 	"sluice/internal/vfs"
 )
 
@@ -35,9 +36,9 @@ const closeGrace = 10 * time.Second
 // listener (ending the accept goroutine), cancels stopCtx (ending the
 // disk monitor), wakes idle connections and long-polling fetches, waits
 // for every connection goroutine to answer its in-flight request and
-// exit, then closes the group coordinator and every partition (acceptors
-// flush and fsync, logs write their checkpoints), and last releases the
-// data directory's lock.
+// exit, then closes the transaction and group coordinators and every
+// partition (acceptors flush and fsync, logs write their checkpoints),
+// and last releases the data directory's lock.
 //
 // Lock order (see doc.go): adminMu, then mu, then conn.mu.
 type Broker struct {
@@ -62,6 +63,9 @@ type Broker struct {
 	adv    hostPort
 
 	groups *groups.Coordinator // opened by Start; nil before
+	// txnc is the transaction coordinator, opened by Start after groups
+	// (nil before); atomic because partition acceptors read it.
+	txnc atomic.Pointer[txn.Coordinator]
 
 	lock vfs.Unlocker // the data directory's lock, held from New to the end of Close
 
@@ -75,6 +79,12 @@ type Broker struct {
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
+	traffic traffic   // totals over every partition, deleted ones included
+	started time.Time // when New returned, for uptime
+
+	readyMu     sync.Mutex // guards readyChecks
+	readyChecks []readyCheck
+
 	connCount atomic.Int64 // open connections, for MaxConnections
 	closing   atomic.Bool  // set first by Close
 	stopCtx   context.Context
@@ -82,7 +92,7 @@ type Broker struct {
 	wg        sync.WaitGroup     // the accept goroutine and connection goroutines
 
 	startOnce sync.Once
-	started   bool // set by Start (under startOnce)
+	listening bool // set by Start (under startOnce and mu)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -143,6 +153,10 @@ func New(opts ...Opt) (*Broker, error) {
 	}
 	b.checkDisk()
 	go b.monitorDisk()
+	if c.registerer != nil {
+		c.registerer.MustRegister(&collector{b: b})
+	}
+	b.started = time.Now()
 	return b, nil
 }
 
@@ -187,6 +201,10 @@ func (b *Broker) start() error {
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
 		SyncPolicy:      b.cfg.fsync,
+		PendingTxnOffset: func(group, topic string, partition int32) bool {
+			tc := b.txnc.Load()
+			return tc != nil && tc.PendingOffset(group, topic, partition)
+		},
 	})
 	if err != nil {
 		ln.Close()
@@ -197,17 +215,33 @@ func (b *Broker) start() error {
 		}
 		return fmt.Errorf("broker: open group coordinator: %w", err)
 	}
+	// The transaction coordinator recovers after the partitions and the
+	// groups are open: finishing a decided transaction writes markers and
+	// offsets.
+	tc, err := b.openTxn(g)
+	if err != nil {
+		ln.Close()
+		g.Close()
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return fmt.Errorf("broker: open transaction coordinator: %w; to cut its log at the last valid batch (a copy is kept), "+
+				"stop the broker and run: sluice repair --data %s --truncate-after-corruption", err, b.cfg.dataDir)
+		}
+		return fmt.Errorf("broker: open transaction coordinator: %w", err)
+	}
 	b.mu.Lock()
 	if b.closing.Load() {
 		// Close ran while the listener and coordinator were being
 		// opened; it saw neither, so close them here.
 		b.mu.Unlock()
 		ln.Close()
+		tc.Close()
 		g.Close()
 		return errors.New("broker: closed")
 	}
 	b.ln, b.addr, b.adv, b.groups = ln, ln.Addr().String(), hostPort{host, port}, g
-	b.started = true
+	b.txnc.Store(tc)
+	b.listening = true
 	b.wg.Add(1) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
 	b.cfg.logger.Info("sluice broker listening", "addr", b.addr, "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "data", b.cfg.dataDir)
@@ -321,6 +355,11 @@ func (b *Broker) Close() error {
 			<-done
 		}
 		var errs []error
+		if tc := b.txnc.Load(); tc != nil {
+			if err := tc.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("broker: close transaction coordinator: %w", err))
+			}
+		}
 		if g != nil {
 			if err := g.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))
@@ -351,7 +390,7 @@ func (b *Broker) closePartitions() error {
 	var errs []error
 	for _, t := range ts {
 		for _, p := range t.parts {
-			if err := p.close(); err != nil {
+			if err := p.closeSnapshot(b); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -34,11 +34,15 @@ type cfg struct {
 	maxConns          int
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
+	txnMaxTimeout     time.Duration
+	txnSweep          time.Duration
 	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
 	diskInterval      time.Duration // between free-space checks
 	healBackoff       time.Duration // first wait before a failed partition recovers
 	preallocate       int64         // storage.Config.Preallocate (tests); 0: the default
 	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
+	partitionMetrics  bool
+	logRequests       bool
 }
 
 // Defaults.
@@ -48,7 +52,10 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	DefaultIdleTimeout     = 10 * time.Minute
 	DefaultMaxConnections  = 10000
-	DefaultDiskCheck       = time.Second
+
+	DefaultTransactionMaxTimeout    = 15 * time.Minute
+	DefaultTransactionSweepInterval = 10 * time.Second
+	DefaultDiskCheck                = time.Second
 )
 
 func defaultCfg() cfg {
@@ -62,9 +69,12 @@ func defaultCfg() cfg {
 		idleTimeout:       DefaultIdleTimeout,
 		maxConns:          DefaultMaxConnections,
 		logger:            slog.New(slog.DiscardHandler),
+		txnMaxTimeout:     DefaultTransactionMaxTimeout,
+		txnSweep:          DefaultTransactionSweepInterval,
 		diskWatermark:     -1,
 		diskInterval:      DefaultDiskCheck,
 		fs:                vfs.OS(),
+		partitionMetrics:  true,
 	}
 }
 
@@ -94,6 +104,9 @@ func (c *cfg) validate() error {
 	}
 	if c.maxConns < 1 {
 		return fmt.Errorf("broker: MaxConnections %d must be at least 1", c.maxConns)
+	}
+	if c.txnMaxTimeout <= 0 || c.txnSweep <= 0 {
+		return fmt.Errorf("broker: TransactionMaxTimeout %v and TransactionSweepInterval %v must be positive", c.txnMaxTimeout, c.txnSweep)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -157,6 +170,17 @@ func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.regis
 // fdatasync holds an OS thread (docs/architecture.md, "Many partitions").
 const maxConcurrentSyncs = 32
 
+// TransactionMaxTimeout bounds the transaction timeout a transactional
+// producer may ask for; InitProducerId beyond it gets
+// INVALID_TRANSACTION_TIMEOUT. Default 15 minutes
+// (transaction.max.timeout.ms).
+func TransactionMaxTimeout(d time.Duration) Opt { return opt(func(c *cfg) { c.txnMaxTimeout = d }) }
+
+// TransactionSweepInterval sets how often transactions past their timeout
+// are aborted (their producer fenced by an epoch bump). Default 10 s
+// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+func TransactionSweepInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.txnSweep = d }) }
+
 // DiskLowWatermark sets the free space (bytes) on the data directory's
 // filesystem below which produce is refused with KAFKA_STORAGE_ERROR
 // ("disk full"), before the disk is actually full. 0 turns the guard
@@ -180,3 +204,13 @@ func withPreallocate(n int64) Opt { return opt(func(c *cfg) { c.preallocate = n 
 // withHealBackoff sets the first wait before a failed partition tries to
 // recover (tests: a short one). Default acceptor.DefaultHealBackoff.
 func withHealBackoff(d time.Duration) Opt { return opt(func(c *cfg) { c.healBackoff = d }) }
+
+// PartitionMetrics sets whether the Registerer gets per-partition series
+// (traffic, offsets, size and segments per partition, group lag per
+// partition). Default true. Off, the series count grows with topics and
+// groups only; per-topic and per-group series stay.
+func PartitionMetrics(on bool) Opt { return opt(func(c *cfg) { c.partitionMetrics = on }) }
+
+// LogRequests logs every answered request (API, version, client, time
+// taken) at debug level. Default false: they are many.
+func LogRequests(on bool) Opt { return opt(func(c *cfg) { c.logRequests = on }) }

@@ -177,7 +177,11 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			c.nc.Close() // ends serve's read
 			continue
 		}
-		c.b.metrics.observe(p.name, time.Since(p.start))
+		took := time.Since(p.start)
+		c.b.metrics.observe(p.name, took)
+		if c.b.cfg.logRequests {
+			log.Debug("request", "api", p.name, "version", p.version, "correlation", p.corr, "took", took)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"math"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -44,6 +45,7 @@ type producerState struct {
 	n       int
 }
 
+// newest is the last batch's entry; s.n must be > 0.
 func (s *producerState) newest() *seqEntry {
 	return &s.batches[(s.head+dedupWindow-1)%dedupWindow]
 }
@@ -65,8 +67,47 @@ func (s *producerState) find(first, last int32) (seqEntry, bool) {
 }
 
 type producerTable struct {
+	// mu guards m and maxPID. Only the partition's acceptor goroutine
+	// writes them (and New before it starts); DescribeProducers reads.
+	mu     sync.Mutex
 	m      map[int64]*producerState
 	maxPID int64 // the largest producer id seen (for id allocation after restart)
+}
+
+// activeProducer is one producer's state as DescribeProducers reports it.
+type activeProducer struct {
+	pid     int64
+	epoch   int16
+	lastSeq int32
+}
+
+// active lists the producers with state on the partition.
+func (t *producerTable) active() []activeProducer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]activeProducer, 0, len(t.m))
+	for id, s := range t.m {
+		last := int32(-1)
+		if s.n > 0 {
+			last = s.newest().last
+		}
+		out = append(out, activeProducer{pid: id, epoch: s.epoch, lastSeq: last})
+	}
+	return out
+}
+
+// replaceWith makes t hold o's state (o is not used afterwards).
+func (t *producerTable) replaceWith(o *producerTable) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m, t.maxPID = o.m, max(t.maxPID, o.maxPID)
+}
+
+// maxID returns the largest producer id seen.
+func (t *producerTable) maxID() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.maxPID
 }
 
 func newProducerTable() *producerTable {
@@ -85,9 +126,31 @@ func nextSeq(s int32) int32 {
 	return s + 1
 }
 
+// marker records a transaction marker of producer pid at epoch: a
+// higher epoch (the coordinator fenced the producer) starts a new session
+// whose first batch must have sequence 0.
+func (t *producerTable) marker(pid int64, epoch int16) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.markerLocked(pid, epoch)
+}
+
+func (t *producerTable) markerLocked(pid int64, epoch int16) {
+	t.maxPID = max(t.maxPID, pid)
+	if s := t.m[pid]; s == nil || epoch > s.epoch {
+		t.m[pid] = &producerState{epoch: epoch}
+	}
+}
+
 // replay records a batch read back from the log, without checks.
 func (t *producerTable) replay(h *batch.Header) {
-	if !h.Idempotent() || h.Control() {
+	if !h.Idempotent() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h.Control() {
+		t.markerLocked(h.ProducerID, h.ProducerEpoch)
 		return
 	}
 	t.maxPID = max(t.maxPID, h.ProducerID)
@@ -108,6 +171,8 @@ func (t *producerTable) replay(h *batch.Header) {
 // batch's offset); otherwise, if the append is accepted, the state is
 // updated as if it were written.
 func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	// Decide on every batch against a scratch copy of the states, then
 	// commit, so a rejected append changes nothing.
 	scratch := map[int64]*producerState{}
@@ -146,7 +211,11 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 				}
 				return e.base, true, nil
 			}
-			if want := nextSeq(s.newest().last); first != want {
+			if s.n == 0 {
+				if first != 0 {
+					return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: the first batch of an epoch must start at sequence 0, got %d", h.ProducerID, s.epoch, first)
+				}
+			} else if want := nextSeq(s.newest().last); first != want {
 				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: expected sequence %d, got %d", h.ProducerID, s.epoch, want, first)
 			}
 		}

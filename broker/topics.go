@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,12 +73,28 @@ type partition struct {
 	// pids is the idempotent-producer state; only the acceptor
 	// goroutine touches it (in Request.Check), after New rebuilt it.
 	pids *producerTable
+	// txns tracks the partition's open and aborted transactions (LSO).
+	txns *txnIndex
+	dir  string
+	// fromSnapshot: pids and txns were loaded from producers.snapshot.
+	fromSnapshot bool
+	// traffic counts what Produce accepted and Fetch sent, for metrics
+	// and the console.
+	traffic traffic
 }
 
-func (p *partition) close() error {
+func (p *partition) close() error { return p.closeSnapshot(nil) }
+
+// closeSnapshot stops the partition; with b set and a clean stop, it
+// writes the producer-state snapshot before closing the log.
+func (p *partition) closeSnapshot(b *Broker) error {
 	var errs []error
 	if err := p.acc.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: close %s/%d acceptor: %w", p.topic, p.index, err))
+	} else if b != nil {
+		if err := b.writeSnapshot(p, p.dir); err != nil {
+			b.cfg.logger.Warn("producer snapshot not written; the next start scans the log", "topic", p.topic, "partition", p.index, "err", err)
+		}
 	}
 	if err := p.log.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: close %s/%d log: %w", p.topic, p.index, err))
@@ -136,7 +153,7 @@ func (b *Broker) load() error {
 			return err
 		}
 		for _, p := range t.parts {
-			maxPID = max(maxPID, p.pids.maxPID)
+			maxPID = max(maxPID, p.pids.maxID())
 		}
 		b.topics[name] = t
 		b.byID[t.id] = t
@@ -208,9 +225,13 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 		}
 	}
 	log := b.cfg.logger.With("topic", t.name, "partition", i)
+	// Retention never removes the records of an open transaction (at or
+	// past the first offset of the oldest one).
+	txns := newTxnIndex()
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
 	scfg.Logger = log
+	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
 	l, err := storage.Open(b.fs, dir, scfg)
 	if err != nil {
 		var ce *storage.CorruptionError
@@ -224,11 +245,15 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 	if r := l.Recovery(); !create {
 		log.Debug("partition recovered", "report", fmt.Sprintf("%+v", r))
 	}
-	p := &partition{topic: t.name, index: i, log: l}
-	if p.pids, err = replayProducers(l); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
+	pids := newProducerTable()
+	fromSnapshot := !create && b.loadSnapshot(dir, l.StartOffset(), l.NextOffset(), pids, txns)
+	if !fromSnapshot {
+		if err := rebuildState(l, pids, txns); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
+		}
 	}
+	p := &partition{topic: t.name, index: i, dir: dir, log: l, pids: pids, txns: txns, fromSnapshot: fromSnapshot}
 	p.acc = acceptor.Start(l, acceptor.Config{
 		Policy:      b.cfg.fsync,
 		Metrics:     b.accM,
@@ -236,29 +261,37 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 		Logger:      log,
 		HealBackoff: b.cfg.healBackoff,
 		// A healed log may have lost appends that had passed the
-		// idempotence check: rebuild the producer state from what the
-		// log holds, on the acceptor goroutine (the only user of pids).
+		// idempotence check or opened a transaction: rebuild the producer
+		// state and the transaction index from what the log holds, on the
+		// acceptor goroutine (the only writer of both).
 		Recovered: func() error {
-			pids, err := replayProducers(l)
-			if err != nil {
+			np, nt := newProducerTable(), newTxnIndex()
+			if err := rebuildState(l, np, nt); err != nil {
 				return fmt.Errorf("rebuild producer state: %w", err)
 			}
-			p.pids = pids
+			p.pids.replaceWith(np)
+			p.txns.replaceWith(nt)
 			return nil
 		},
 	})
 	return p, nil
 }
 
-// replayProducers rebuilds a partition's idempotent-producer state from
-// its log's batch headers.
-func replayProducers(l *storage.Log) (*producerTable, error) {
-	pids := newProducerTable()
-	err := l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
+// rebuildState fills empty pids and txns from the log's batch headers
+// (and its transaction markers' records).
+func rebuildState(l *storage.Log, pids *producerTable, txns *txnIndex) error {
+	return l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
 		pids.replay(&h)
+		commit := false
+		if h.Control() && h.Transactional() {
+			var err error
+			if commit, err = readMarker(l, &h); err != nil {
+				return err
+			}
+		}
+		txns.replay(&h, commit)
 		return nil
 	})
-	return pids, err
 }
 
 // lookup returns a topic by name, or nil.
@@ -352,6 +385,9 @@ func codeOf(err error) int16 {
 func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*topic, error) {
 	if err := validTopicName(name); err != nil {
 		return nil, errCode(kerr.InvalidTopicException, "%v", err)
+	}
+	if isInternalTopic(name) {
+		return nil, errCode(kerr.InvalidTopicException, "%s is an internal topic of Sluice's coordinators", name)
 	}
 	if partitions == -1 {
 		partitions = b.cfg.defaultPartitions

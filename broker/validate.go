@@ -30,8 +30,8 @@ func validateBatches(records []byte, maxMessageBytes int32) ([]batch.Header, int
 			return errCode(kerr.MessageTooLarge, "batch of %d bytes exceeds max.message.bytes %d", h.Size(), maxMessageBytes)
 		case h.Control():
 			return errCode(kerr.InvalidRecord, "clients may not produce control batches")
-		case h.Transactional():
-			return errCode(kerr.InvalidRecord, "transactional batches are not supported")
+		case h.Transactional() && !h.Idempotent():
+			return errCode(kerr.InvalidRecord, "transactional batch without a producer id")
 		case h.Idempotent() && (h.ProducerEpoch < 0 || h.BaseSequence < 0):
 			return errCode(kerr.InvalidRecord, "idempotent batch with producer epoch %d and base sequence %d", h.ProducerEpoch, h.BaseSequence)
 		}

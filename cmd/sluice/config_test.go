@@ -20,7 +20,7 @@ func TestServeConfigPrecedence(t *testing.T) {
 	}
 	t.Setenv("SLUICE_FSYNC", "never")    // env beats the file
 	t.Setenv("SLUICE_PARTITIONS", "9")   // the flag beats env
-	t.Setenv("SLUICE_METRICS", "")       // set but empty: still env
+	t.Setenv("SLUICE_HTTP", "")          // set but empty: still env
 	t.Setenv("SLUICE_LOG_LEVEL", "warn") // env beats the default
 	cmd := newServeCmd()
 	fs := cmd.Flags()
@@ -37,7 +37,7 @@ func TestServeConfigPrecedence(t *testing.T) {
 		"partitions":  "2",                   // flag over env
 		"auto-create": "false",               // file over default
 		"log-level":   "warn",                // env over default
-		"metrics":     "",
+		"http":        "",
 	}
 	for name, v := range want {
 		if got := fs.Lookup(name).Value.String(); got != v {
@@ -61,7 +61,7 @@ func TestServeConfigPrecedence(t *testing.T) {
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ yaml, want string }{
-		{"lisen: x\n", `line 1: unknown key "lisen" (known: advertise, auto-create, data, disk-low-watermark, fsync, listen, log-level, metrics, partitions)`},
+		{"lisen: x\n", `line 1: unknown key "lisen" (known: advertise, auto-create, data, disk-low-watermark, fsync, http, http-admin, listen, log-format, log-level, log-requests, partition-metrics, partitions, transaction-max-timeout)`},
 		{"partitions: many\n", `partitions: "many": want an integer`},
 		{"auto-create: [true]\n", "auto-create: want a single value"},
 		{"- a\n", "want a mapping"},

@@ -32,6 +32,7 @@ func subcommands() []*cobra.Command {
 		newGroupCmd(),
 		newVersionCmd(),
 		newBenchCmd(),
+		newMirrorCmd(),
 		newRepairCmd(),
 	}
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"sluice/broker"
@@ -48,9 +44,10 @@ beats the default.`,
 	fs.StringVar(&o.fsync, "fsync", "always", "fsync policy: always (acks=all means fsynced), interval (every second), never (tests only)")
 	fs.BoolVar(&o.autoCreate, "auto-create", true, "create unknown topics on metadata requests")
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
-	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics; off when empty")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", broker.DefaultTransactionMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
+	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -68,9 +65,10 @@ type serveOptions struct {
 	fsync                   string
 	autoCreate              bool
 	partitions              int
-	metrics                 string
 	logLevel                string
+	txnMaxTimeout           time.Duration
 	diskLow                 int64
+	http                    *serveHTTP
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -91,11 +89,18 @@ func serve(ctx context.Context, o serveOptions) error {
 	default:
 		return usagef("serve: --fsync %q: want always, interval or never", o.fsync)
 	}
+	if o.txnMaxTimeout <= 0 {
+		return usagef("serve: --transaction-max-timeout %v: want a positive duration", o.txnMaxTimeout)
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return usagef("serve: --log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger, err := o.http.logger(level)
+	if err != nil {
+		return usagef("serve: %w", err)
+	}
+	slog.SetDefault(logger) // code that logs through slog's default logger writes the same format
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -108,6 +113,9 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.DefaultPartitions(int32(o.partitions)),
 		broker.Logger(logger),
 		broker.Registerer(reg),
+		broker.TransactionMaxTimeout(o.txnMaxTimeout),
+		broker.PartitionMetrics(o.http.partitionMetrics),
+		broker.LogRequests(o.http.logRequests),
 	}
 	if o.diskLow >= 0 {
 		opts = append(opts, broker.DiskLowWatermark(o.diskLow))
@@ -121,31 +129,17 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 
-	var srv *http.Server
-	if o.metrics != "" {
-		ln, err := net.Listen("tcp", o.metrics)
-		if err != nil {
-			b.Close()
-			return fmt.Errorf("serve: metrics listener: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("metrics server failed", "err", err)
-			}
-		}()
-		logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	con, err := o.http.start(b, reg, logger)
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("serve: %w", err)
 	}
 
 	<-ctx.Done()
 	signal.Reset(os.Interrupt, syscall.SIGTERM) // a second signal kills the process
 	logger.Info("shutting down")
-	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		srv.Shutdown(sctx)
-		cancel()
+	if con != nil {
+		con.Close()
 	}
 	if err := b.Close(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

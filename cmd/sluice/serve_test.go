@@ -55,10 +55,12 @@ func startServe(t *testing.T, dir, addr string, extraEnv ...string) (*exec.Cmd, 
 }
 
 // startServeArgs runs sluice with args and env added, and waits until
-// it accepts connections on addr.
+// it accepts connections on addr. Its HTTP server is off unless env or
+// args turn it on (the default port would collide between tests).
 func startServeArgs(t *testing.T, addr string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := sluiceCmd(args...)
+	cmd.Env = append(cmd.Env, "SLUICE_HTTP=")
 	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -167,11 +169,14 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
+		{nil, "serve --transaction-max-timeout 0s", `--transaction-max-timeout 0s: want a positive duration`},
 		{[]string{"SLUICE_CONFIG=/nonexistent/sluice.yaml"}, "serve", `config file: open /nonexistent/sluice.yaml`},
+		{nil, "serve --log-format yaml", `--log-format "yaml": want text or json`},
+		{[]string{"SLUICE_HTTP_ADMIN=sure"}, "serve", `SLUICE_HTTP_ADMIN="sure": want true or false`},
 	}
 	for _, c := range cases {
 		cmd := sluiceCmd(strings.Fields(c.args)...)
-		cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t))
+		cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t), "SLUICE_HTTP=")
 		cmd.Env = append(cmd.Env, c.env...)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError

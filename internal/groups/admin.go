@@ -4,9 +4,9 @@ package groups
 // DeleteGroups v0-2.
 //
 // Behaviour notes:
-//   - This broker coordinates every group. FindCoordinator for
-//     transactions (key type 1) gets COORDINATOR_NOT_AVAILABLE: Sluice has
-//     no transaction coordinator.
+//   - This broker coordinates every group and every transactional id:
+//     FindCoordinator answers this node for key types 0 (group) and 1
+//     (transaction) unless Config.NoTransactions is set.
 //   - DescribeGroups of an unknown group answers state Dead with no error,
 //     as Kafka does. Authorized operations are not computed.
 //   - DeleteGroups deletes only empty groups (NON_EMPTY_GROUP otherwise),
@@ -27,9 +27,9 @@ func (c *Coordinator) FindCoordinator(_ context.Context, req *kmsg.FindCoordinat
 		switch {
 		case c.closing.Load():
 			return errCoordinatorNotAvailable, "the coordinator is shutting down"
-		case req.CoordinatorType == 1:
+		case req.CoordinatorType == 1 && c.cfg.NoTransactions:
 			return errCoordinatorNotAvailable, "transactions are not supported"
-		case req.CoordinatorType != 0:
+		case req.CoordinatorType != 0 && req.CoordinatorType != 1:
 			return errInvalidRequest, "unknown coordinator type"
 		case key == "":
 			return errInvalidRequest, "empty coordinator key"

@@ -51,6 +51,15 @@ type Config struct {
 	// accepts every partition. It is called with a group's lock held, so
 	// it must not call into the Coordinator.
 	PartitionExists func(topic string, partition int32) bool
+	// NoTransactions makes FindCoordinator for transactional ids answer
+	// COORDINATOR_NOT_AVAILABLE (no transaction coordinator runs).
+	NoTransactions bool
+	// PendingTxnOffset, if set, says whether an unfinished transaction
+	// has staged an offset of group for the partition; OffsetFetch with
+	// RequireStable then answers UNSTABLE_OFFSET_COMMIT for it. It is
+	// called with a group's lock held, so it must not call into the
+	// Coordinator.
+	PendingTxnOffset func(group, topic string, partition int32) bool
 	// CompactMinRecords: the internal log is compacted when it holds more
 	// than this many records and more than twice as many as are live.
 	// Default 10000.

@@ -56,12 +56,11 @@ func Open(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openLogStore(cfg)
+	m := newMetrics(cfg.Registerer)
+	st, err := openLogStore(cfg, m.compactions.Inc)
 	if err != nil {
 		return nil, err
 	}
-	m := newMetrics(cfg.Registerer)
-	st.compacted = m.compactions.Inc
 	c, err := open(cfg, st, m)
 	if err != nil {
 		_ = st.close()
@@ -504,6 +503,7 @@ var (
 	errGroupIDNotFound         = kerr.GroupIDNotFound.Code
 	errMemberIDRequired        = kerr.MemberIDRequired.Code
 	errFencedInstanceID        = kerr.FencedInstanceID.Code
+	errUnstableOffsetCommit    = kerr.UnstableOffsetCommit.Code
 	errGroupSubscribedToTopic  = kerr.GroupSubscribedToTopic.Code
 )
 

@@ -13,11 +13,11 @@
 //
 // Offsets and group metadata are records in the format of Kafka's
 // __consumer_offsets topic (see records.go), appended as RecordBatches to
-// an internal partition log (package storage) through its acceptor, and
-// fsynced before the OffsetCommit or SyncGroup reply. Open replays the
-// log; when it holds more than Config.CompactMinRecords records and more
-// than twice its live ones, it is rewritten to the live records in a
-// fresh directory and switched to atomically (store.go). The state
+// an internal partition log (package kvlog, over storage and an
+// acceptor), and fsynced before the OffsetCommit or SyncGroup reply. Open
+// replays the log; when it holds more than Config.CompactMinRecords
+// records and more than twice its live ones, it is rewritten to the live
+// records in a fresh directory and switched to atomically (kvlog). The state
 // machine reaches the log only through the small store interface, so its
 // tests run over an in-memory store.
 //
@@ -26,7 +26,7 @@
 // Locks are taken in this order, never the reverse:
 //
 //	group.persistMu  (orders one group's log writes; held across the write)
-//	logStore.mu      (appends shared, compaction exclusive)
+//	kvlog.Log.mu     (appends shared, compaction exclusive)
 //	Coordinator.mu   (the group map)
 //	group.mu         (one group's state)
 //	Coordinator.lifeMu (closed flag and timer accounting)
@@ -35,5 +35,6 @@
 // effect on memory is applied by the apply callback the store runs after
 // the write is durable. Waiters' reply callbacks run under group.mu and
 // never block. Config.PartitionExists runs under group.mu, after it in
-// the order (the broker's topic lock).
+// the order (the broker's topic lock), and so does
+// Config.PendingTxnOffset (the transaction coordinator's lock).
 package groups

@@ -138,7 +138,7 @@ func (s *memStore) append(recs []kv, apply func(int64)) error {
 	}
 	base := s.next
 	for _, r := range recs {
-		s.recs = append(s.recs, memRec{s.next, kv{append([]byte(nil), r.Key...), cloneNil(r.Value)}})
+		s.recs = append(s.recs, memRec{s.next, kv{Key: append([]byte(nil), r.Key...), Value: cloneNil(r.Value)}})
 		s.next++
 	}
 	apply(base)

@@ -17,8 +17,8 @@ package groups
 //     heartbeat.
 //   - The retention time of v2-v4 sets an explicit expiry for the offsets.
 //   - OffsetFetch of an unknown group or partition returns offset -1.
-//     RequireStable (v7+) has nothing to wait for: transactional offset
-//     commits are not supported.
+//     RequireStable (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition
+//     whose offset an unfinished transaction has staged (KIP-447).
 //   - Skipped: topic ids (v10+ of OffsetCommit/OffsetFetch).
 
 import (
@@ -185,7 +185,9 @@ type fetched struct {
 
 // fetch answers an OffsetFetch for one group. all asks for every
 // committed offset of the group.
-func (c *Coordinator) fetch(groupID string, topics []fetchTopic, all bool) ([]fetched, int16) {
+// With stable, a partition whose offset an unfinished transaction has
+// staged gets UNSTABLE_OFFSET_COMMIT.
+func (c *Coordinator) fetch(groupID string, topics []fetchTopic, all, stable bool) ([]fetched, int16) {
 	if c.closing.Load() {
 		return nil, errCoordinatorNotAvailable
 	}
@@ -204,6 +206,10 @@ func (c *Coordinator) fetch(groupID string, topics []fetchTopic, all bool) ([]fe
 			f.Offset, f.LeaderEpoch = o.offset, o.epoch
 			md := o.metadata
 			f.Metadata = &md
+		}
+		if stable && c.cfg.PendingTxnOffset != nil && c.cfg.PendingTxnOffset(groupID, topic, p) {
+			f.ErrorCode = errUnstableOffsetCommit
+			f.Offset = -1
 		}
 		out = append(out, f)
 	}
@@ -250,7 +256,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 			for _, t := range rg.Topics {
 				topics = append(topics, fetchTopic{t.Topic, nonNil(t.Partitions)})
 			}
-			out, code := c.fetch(rg.Group, topics, rg.Topics == nil)
+			out, code := c.fetch(rg.Group, topics, rg.Topics == nil, req.RequireStable)
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			g.ErrorCode = code
@@ -271,7 +277,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 	for _, t := range req.Topics {
 		topics = append(topics, fetchTopic{t.Topic, nonNil(t.Partitions)})
 	}
-	out, code := c.fetch(req.Group, topics, req.Topics == nil && req.Version >= 2)
+	out, code := c.fetch(req.Group, topics, req.Topics == nil && req.Version >= 2, req.Version >= 7 && req.RequireStable)
 	if req.Version >= 2 {
 		r.ErrorCode = code
 	}
@@ -283,7 +289,7 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 		}
 		t := &r.Topics[len(r.Topics)-1]
 		p := kmsg.NewOffsetFetchResponseTopicPartition()
-		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = f.Partition, f.Offset, f.LeaderEpoch, f.Metadata
+		p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = f.Partition, f.Offset, f.LeaderEpoch, f.Metadata, f.ErrorCode
 		t.Partitions = append(t.Partitions, p)
 	}
 	if code != errNone && req.Version < 2 {

@@ -172,8 +172,14 @@ func TestFindCoordinatorAndListGroups(t *testing.T) {
 		t.Fatalf("v4: %+v", r)
 	}
 	r = h.c.FindCoordinator(nil, &kmsg.FindCoordinatorRequest{Version: 3, CoordinatorKey: "tx", CoordinatorType: 1})
-	if r.ErrorCode != errCoordinatorNotAvailable {
+	if r.ErrorCode != 0 || r.NodeID != 1 {
 		t.Fatalf("transaction coordinator: %+v", r)
+	}
+	h.c.cfg.NoTransactions = true
+	r = h.c.FindCoordinator(nil, &kmsg.FindCoordinatorRequest{Version: 3, CoordinatorKey: "tx", CoordinatorType: 1})
+	h.c.cfg.NoTransactions = false
+	if r.ErrorCode != errCoordinatorNotAvailable {
+		t.Fatalf("transaction coordinator with NoTransactions: %+v", r)
 	}
 	h.stableGroup("stable", 1)
 	h.commit("empty", "", -1, "t", 0, 1)

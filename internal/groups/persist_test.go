@@ -43,7 +43,7 @@ func commitReq(group, member string, gen int32, topic string, offsets ...int64) 
 
 func fetchAll(t *testing.T, c *Coordinator, group string) map[tp]int64 {
 	t.Helper()
-	out, code := c.fetch(group, nil, true)
+	out, code := c.fetch(group, nil, true, false)
 	if code != 0 {
 		t.Fatalf("fetch %s: %d", group, code)
 	}
@@ -129,10 +129,10 @@ func TestCompactionKeepsOffsets(t *testing.T) {
 		want[tp{"t", p}] = int64(i)
 	}
 	st := c.st.(*logStore)
-	if st.seq < 2 {
-		t.Fatalf("log never compacted (directory %d)", st.seq)
+	if st.Generation() < 2 {
+		t.Fatalf("log never compacted (directory %d)", st.Generation())
 	}
-	if n := st.records.Load(); n > 100 {
+	if n := st.Records(); n > 100 {
 		t.Fatalf("compacted log holds %d records for 5 live keys", n)
 	}
 	names, _ := fs.ReadDir("data/__groups")
@@ -173,8 +173,8 @@ func TestCompactionOnOpenAndLeftovers(t *testing.T) {
 	}
 	c2 := openLog(t, fs, clock, func(c *Config) { c.CompactMinRecords = 10 })
 	st := c2.st.(*logStore)
-	if st.seq != 2 || st.records.Load() != 1 {
-		t.Fatalf("open did not compact: directory %d, %d records", st.seq, st.records.Load())
+	if st.Generation() != 2 || st.Records() != 1 {
+		t.Fatalf("open did not compact: directory %d, %d records", st.Generation(), st.Records())
 	}
 	if _, err := fs.Stat(path.Join("data/__groups", "log-000009")); err == nil {
 		t.Fatal("leftover log directory kept")
@@ -249,7 +249,7 @@ func TestConcurrentCommitsAcrossCompactions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if c.st.(*logStore).seq < 2 {
+	if c.st.(*logStore).Generation() < 2 {
 		t.Fatal("no compaction ran")
 	}
 	want := map[tp]int64{{"t", 0}: rounds - 3, {"t", 1}: rounds - 2, {"t", 2}: rounds - 1}
@@ -280,7 +280,7 @@ func TestCompactionSwitchFailureKeepsOffsets(t *testing.T) {
 	renamed, failed := false, false
 	fs.Inject(func(op vfs.Op) error {
 		switch {
-		case op.Kind == vfs.OpRename && strings.HasSuffix(op.Name, currentFile+".tmp") && !failed:
+		case op.Kind == vfs.OpRename && strings.HasSuffix(op.Name, "CURRENT.tmp") && !failed:
 			renamed = true
 		case op.Kind == vfs.OpSyncDir && renamed && !failed:
 			failed = true

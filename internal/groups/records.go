@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/batch"
+	"sluice/internal/kvlog"
 )
 
 // The internal log uses the record formats of Kafka's __consumer_offsets
@@ -23,10 +23,7 @@ const (
 )
 
 // kv is one record of the internal log. A nil Value is a tombstone.
-type kv struct {
-	Key   []byte
-	Value []byte
-}
+type kv = kvlog.Record
 
 func offsetKey(group, topic string, partition int32) []byte {
 	k := kmsg.OffsetCommitKey{Version: offsetKeyVersion, Group: group, Topic: topic, Partition: partition}
@@ -83,40 +80,3 @@ func decodeRecord(r kv) (decoded, error) {
 	}
 	return d, nil
 }
-
-// encodeBatch appends one uncompressed RecordBatch v2 holding recs, with
-// base offset 0 (the acceptor assigns the real one) and timestamp ts
-// (milliseconds), to dst.
-func encodeBatch(dst []byte, recs []kv, ts int64) []byte {
-	brs := make([]batch.Record, len(recs))
-	for i, r := range recs {
-		brs[i] = batch.Record{Timestamp: ts, OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
-	}
-	p := batch.Params{}.NoProducer()
-	out, err := batch.Append(dst, &p, brs)
-	if err != nil {
-		panic("groups: encoding an uncompressed batch: " + err.Error()) // offset deltas increase, no codec: cannot fail
-	}
-	return out
-}
-
-// decodeBatches calls fn for every record of the whole, CRC-checked
-// batches in b, with the record's offset. Control batches are skipped.
-func decodeBatches(b []byte, fn func(offset int64, r kv) error) error {
-	_, err := batch.Split(b, func(h batch.Header, raw []byte) error {
-		if h.Control() {
-			return nil
-		}
-		err := batch.Records(&h, raw, func(r *batch.Record) error {
-			return fn(h.BaseOffset+int64(r.OffsetDelta), kv{Key: r.Key, Value: r.Value})
-		})
-		if errors.Is(err, batch.ErrBadRecord) || errors.Is(err, batch.ErrCodec) {
-			return fmt.Errorf("%w: batch at offset %d: %w", errBadRecord, h.BaseOffset, err)
-		}
-		return err
-	})
-	return err
-}
-
-// setBaseOffset sets the base offset of the single batch in b.
-func setBaseOffset(b []byte, off int64) { batch.SetBaseOffset(b, off) }

@@ -66,12 +66,13 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 }
 
 type logDir struct {
-	name string // "topic/partition", or "groups" for the group coordinator's log
+	name string // "topic/partition", or "groups" / "transactions" for a coordinator's log
 	path string
 }
 
 // logDirs lists the selected logs: topics/<name>/<n>, and without a
-// topic also the group coordinator's live log (groups/CURRENT names it).
+// topic also the group and transaction coordinators' live logs
+// (groups/CURRENT and transactions/CURRENT name them).
 func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 	root := filepath.Join(o.Data, "topics")
 	topics := []string{o.Topic}
@@ -99,8 +100,10 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 		}
 	}
 	if o.Topic == "" {
-		if d, ok := groupsLog(fs, o.Data); ok {
-			dirs = append(dirs, logDir{name: "groups", path: d})
+		for _, sub := range []string{"groups", "transactions"} {
+			if d, ok := coordinatorLog(fs, o.Data, sub); ok {
+				dirs = append(dirs, logDir{name: sub, path: d})
+			}
 		}
 	}
 	if o.Topic != "" && o.Partition >= 0 && len(dirs) == 0 {
@@ -109,9 +112,10 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 	return dirs, nil
 }
 
-// groupsLog returns the group coordinator's live log directory, if any.
-func groupsLog(fs vfs.FS, data string) (string, bool) {
-	f, err := fs.Open(filepath.Join(data, "groups", "CURRENT"))
+// coordinatorLog returns the live log directory of the coordinator whose
+// state is in data/sub (its CURRENT file names it), if any.
+func coordinatorLog(fs vfs.FS, data, sub string) (string, bool) {
+	f, err := fs.Open(filepath.Join(data, sub, "CURRENT"))
 	if err != nil {
 		return "", false
 	}
@@ -122,7 +126,7 @@ func groupsLog(fs vfs.FS, data string) (string, bool) {
 	if !strings.HasPrefix(name, "log-") || strings.ContainsAny(name, "/\\") {
 		return "", false
 	}
-	d := filepath.Join(data, "groups", name)
+	d := filepath.Join(data, sub, name)
 	if _, err := fs.Stat(d); err != nil {
 		return "", false
 	}

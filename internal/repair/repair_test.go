@@ -29,18 +29,21 @@ func makeLog(t *testing.T, fs vfs.FS, dir string) {
 // topic or partition, and refuses a locked directory.
 func TestRunSelection(t *testing.T) {
 	m := vfs.NewMem()
-	for _, d := range []string{"/data/topics/a/0", "/data/topics/a/1", "/data/topics/b/0", "/data/groups/log-000002"} {
+	for _, d := range []string{"/data/topics/a/0", "/data/topics/a/1", "/data/topics/b/0", "/data/groups/log-000002", "/data/transactions/log-000001"} {
 		makeLog(t, m, d)
 	}
 	f, _ := m.Create("/data/groups/CURRENT")
 	f.Write([]byte("log-000002\n"))
+	f.Close()
+	f, _ = m.Create("/data/transactions/CURRENT")
+	f.Write([]byte("log-000001\n"))
 	f.Close()
 	cases := []struct {
 		o    Options
 		want string // output, or the error when err is set
 		err  bool
 	}{
-		{Options{Data: "/data", Partition: -1}, "a/0: ok\na/1: ok\nb/0: ok\ngroups: ok\n", false},
+		{Options{Data: "/data", Partition: -1}, "a/0: ok\na/1: ok\nb/0: ok\ngroups: ok\ntransactions: ok\n", false},
 		{Options{Data: "/data", Topic: "a", Partition: 1}, "a/1: ok\n", false},
 		{Options{Data: "/data", Topic: "zzz", Partition: -1}, `topic "zzz" does not exist`, true},
 		{Options{Data: "/data", Topic: "a", Partition: 7}, "partition a/7 does not exist", true},

@@ -21,6 +21,12 @@ type Config struct {
 	// append covers data only; default 256 KiB; <0 off.
 	Preallocate int64
 	Now         func() time.Time
+	// RetainFrom, if set, returns an offset retention must keep: a
+	// segment is removed only when every offset in it is below
+	// RetainFrom() (the partition's last stable offset, so that an open
+	// transaction's records and its place in the aborted-transaction
+	// index survive until the transaction ends).
+	RetainFrom func() int64
 	// Logger receives the log's warnings (a torn tail cut at Open, a
 	// failed log recovered); default: discard. Callers attach the topic
 	// and partition with Logger.With.

@@ -43,6 +43,7 @@ func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
 	}
 	var hb [batch.HeaderSize]byte
 	pos := posForOffset(idx, offset)
+	var firstOff int64
 	for {
 		if pos >= size {
 			return Slice{}, fmt.Errorf("storage: %s: offset %d not found below byte %d", s.path, offset, size)
@@ -52,23 +53,25 @@ func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
 			return Slice{}, err
 		}
 		if h.LastOffset() >= offset {
+			firstOff = h.BaseOffset
 			break
 		}
 		pos += int64(h.Size())
 	}
 	first := pos
+	endOff := firstOff // the offset after the batches up to endPos
 
 	// Jump over whole batches with the index: the furthest known batch
 	// boundary within maxBytes whose batches before it are all below limit.
 	endPos := first
 	if next <= limit && size-first <= int64(maxBytes) {
-		endPos = size
+		endPos, endOff = size, next
 	} else {
 		i := sort.Search(len(idx), func(i int) bool {
 			return idx[i].pos-first > int64(maxBytes) || idx[i].off > limit
 		})
 		if i > 0 && idx[i-1].pos > first {
-			endPos = idx[i-1].pos
+			endPos, endOff = idx[i-1].pos, idx[i-1].off
 		}
 	}
 	// Then walk headers to the last whole batch that fits.
@@ -81,18 +84,26 @@ func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
 			break
 		}
 		endPos += int64(h.Size())
+		endOff = h.LastOffset() + 1
 	}
-	return Slice{seg: s, pos: first, n: endPos - first}, nil
+	return Slice{seg: s, pos: first, n: endPos - first, first: firstOff, next: endOff}, nil
 }
 
 // Slice is a region of one segment file holding whole batches. It stays
 // readable until retention or Close removes its segment; after that its
 // methods return an error matching ErrOffsetOutOfRange.
 type Slice struct {
-	seg *segment
-	pos int64
-	n   int64
+	seg   *segment
+	pos   int64
+	n     int64
+	first int64 // base offset of the first batch
+	next  int64 // the offset after the last batch
 }
+
+// Offsets returns the base offset of the slice's first batch and the
+// offset after its last batch (equal for an empty slice), so that
+// next-first is the number of offsets the slice covers.
+func (s Slice) Offsets() (first, next int64) { return s.first, s.next }
 
 // Len is the number of bytes in the slice.
 func (s Slice) Len() int { return int(s.n) }

@@ -68,6 +68,11 @@ func TestReadBounds(t *testing.T) {
 			if len(got) != c.wantBatches || (len(got) > 0 && got[0] != c.wantFirst) {
 				t.Fatalf("got batches at %v, want %d starting at %d", got, c.wantBatches, c.wantFirst)
 			}
+			if first, next := s.Offsets(); len(got) > 0 && (first != got[0] || next != got[len(got)-1]+3) {
+				t.Fatalf("Offsets() = %d, %d; batches at %v hold 3 offsets each", first, next, got)
+			} else if len(got) == 0 && next != first {
+				t.Fatalf("Offsets() of an empty slice = %d, %d", first, next)
+			}
 			if len(got) > 0 {
 				i := int(c.wantFirst / 3)
 				want := a.data[i*size : (i+len(got))*size]
@@ -364,5 +369,35 @@ func TestSendfileOverTCP(t *testing.T) {
 	var buf bytes.Buffer
 	if _, err := s2.WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), b2) {
 		t.Fatalf("copy path: %v", err)
+	}
+}
+
+// TestRetentionKeepsRetainFrom: age retention stops at the segment that
+// holds Config.RetainFrom (an open transaction's first offset) and moves
+// on once it advances.
+func TestRetentionKeepsRetainFrom(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	keep := int64(5)
+	cfg := Config{SegmentBytes: 1 << 10, RetentionAge: time.Hour, Now: func() time.Time { return now },
+		RetainFrom: func() int64 { return keep }}
+	l := mustOpen(t, vfs.NewMem(), dir, cfg)
+	defer l.Close()
+	a := newAppender(t, l)
+	for i := 0; i < 20; i++ {
+		a.add(1, 280, now.UnixMilli()) // two batches (offsets) per segment
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := l.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if start := l.StartOffset(); start != 4 {
+		t.Fatalf("start offset %d after retention with RetainFrom 5, want 4 (the segment holding 5 stays)", start)
+	}
+	keep = 100
+	if _, err := l.ApplyRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Segments() != 1 {
+		t.Fatalf("%d segments left once RetainFrom moved past them, want 1", l.Segments())
 	}
 }

@@ -10,7 +10,7 @@ import (
 // the active segment) and advances StartOffset. A segment goes when its
 // newest batch is older than RetentionAge, or while the log without it
 // would still hold at least RetentionBytes; removal stops at the first
-// segment that must stay. Readers holding a Slice of a removed segment
+// segment that must stay (Config.RetainFrom included). Readers holding a Slice of a removed segment
 // finish their current read; later reads of it fail with
 // ErrOffsetOutOfRange.
 func (l *Log) ApplyRetention() (removed int, err error) {
@@ -32,6 +32,9 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 		big := l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
 		if !old && !big {
 			break
+		}
+		if l.cfg.RetainFrom != nil && l.segs[1].base > l.cfg.RetainFrom() {
+			break // the segment holds offsets at or past RetainFrom
 		}
 		// Unlist first so no new reader finds it, then delete the files.
 		// Each removal is synced before the next, so a crash can only

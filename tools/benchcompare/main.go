@@ -61,7 +61,7 @@ func main() {
 	}
 	kinds := []brokerKind{
 		{"sluice", func(_, dir string, port int) *exec.Cmd {
-			return exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always")
+			return exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "") // no console: measure the broker alone
 		}},
 		{"kfake-mem", func(_, _ string, port int) *exec.Cmd {
 			return exec.Command(*kfakeBin, "--port", fmt.Sprint(port))

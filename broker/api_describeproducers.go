@@ -1,0 +1,51 @@
+package broker
+
+// DescribeProducers v0.
+//
+// Behaviour:
+//   - For each partition: the producers (idempotent or transactional)
+//     with state on it: producer id, epoch, last sequence written (-1
+//     when none in this epoch) and the first offset of the producer's
+//     open transaction on the partition (-1 when none). LastTimestamp and
+//     CoordinatorEpoch are -1 (not tracked).
+//   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.DescribeProducers.Int16(), 0, 0, handleDescribeProducers) }
+
+func handleDescribeProducers(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DescribeProducersRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewDescribeProducersResponseTopic()
+		st.Topic = rt.Topic
+		for _, idx := range rt.Partitions {
+			sp := kmsg.NewDescribeProducersResponseTopicPartition()
+			sp.Partition = idx
+			p := r.b.partition(rt.Topic, idx)
+			if p == nil {
+				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
+			act := p.pids.active()
+			sort.Slice(act, func(i, j int) bool { return act[i].pid < act[j].pid })
+			for _, a := range act {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = a.pid, int32(a.epoch), a.lastSeq
+				ap.LastTimestamp, ap.CoordinatorEpoch = -1, -1
+				ap.CurrentTxnStartOffset = p.txns.openFirst(a.pid)
+				sp.ActiveProducers = append(sp.ActiveProducers, ap)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,37 @@
+package broker
+
+// EndTxn v0-3.
+//
+// Behaviour:
+//   - Commits or aborts the transactional id's ongoing transaction. The
+//     decision (PrepareCommit or PrepareAbort) is fsynced in the
+//     coordinator's log; then a COMMIT or ABORT control batch is written
+//     through the acceptor of every partition holding records of the
+//     transaction and fsynced; on commit the staged group offsets are
+//     written to the group and fsynced; then the transaction is marked
+//     complete. The reply comes after all of it.
+//   - A retry of a finished EndTxn with the same decision succeeds; the
+//     other decision, or EndTxn with no transaction, gets
+//     INVALID_TXN_STATE. If markers could not be written (a failed
+//     partition), the decision stands: the reply is
+//     CONCURRENT_TRANSACTIONS and the coordinator's sweep retries.
+//   - Producer errors as AddPartitionsToTxn (PRODUCER_FENCED from v2).
+//   - v4+ (TRANSACTION_ABORTABLE, KIP-890) is not served.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.EndTxn.Int16(), 0, 3, handleEndTxn) }
+
+func handleEndTxn(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	tc, err := r.b.txnCoordinator()
+	if err != nil {
+		resp.ErrorCode = codeOf(err)
+		return resp, nil
+	}
+	resp.ErrorCode = fencedCode(tc.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), req.Version, 2)
+	return resp, nil
+}

@@ -1,0 +1,212 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/acceptor"
+	"sluice/internal/batch"
+	"sluice/internal/storage"
+	"sluice/internal/txn"
+)
+
+// Transactions on a partition.
+//
+// Each partition tracks the transactions open on it (producer id → offset
+// of the transaction's first batch) and the aborted ones (producer id,
+// first offset, offset of the ABORT marker). Transactional batches and
+// markers update it on the acceptor goroutine, serialized with offset
+// assignment; fetches read it. On open it is rebuilt from the log in the
+// same pass that rebuilds the idempotent-producer table.
+//
+// The last stable offset (LSO) is the first offset of the oldest open
+// transaction, or the high watermark when none is open (and never past
+// it). read_committed fetches stop at the LSO and get the aborted
+// transactions their range overlaps, so the client drops those records.
+type txnIndex struct {
+	mu      sync.Mutex      // guards open and aborted
+	open    map[int64]int64 // producer id → first offset of its open transaction
+	aborted []abortedTxn    // in marker order (increasing last)
+}
+
+type abortedTxn struct {
+	pid         int64
+	first, last int64 // last: the ABORT marker's offset
+}
+
+func newTxnIndex() *txnIndex { return &txnIndex{open: map[int64]int64{}} }
+
+// replaceWith makes x hold o's state (o is not used afterwards).
+func (x *txnIndex) replaceWith(o *txnIndex) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.open, x.aborted = o.open, o.aborted
+}
+
+// begin records a transactional batch of pid at offset off.
+func (x *txnIndex) begin(pid, off int64) {
+	x.mu.Lock()
+	if _, ok := x.open[pid]; !ok {
+		x.open[pid] = off
+	}
+	x.mu.Unlock()
+}
+
+// end records pid's marker at offset off; it reports false (write no
+// marker) when pid has no open transaction here.
+func (x *txnIndex) end(pid int64, commit bool, off int64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	first, ok := x.open[pid]
+	if !ok {
+		return false
+	}
+	delete(x.open, pid)
+	if !commit {
+		x.aborted = append(x.aborted, abortedTxn{pid: pid, first: first, last: off})
+	}
+	return true
+}
+
+// lso is the last stable offset given the high watermark.
+func (x *txnIndex) lso(hw int64) int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, first := range x.open {
+		hw = min(hw, first)
+	}
+	return hw
+}
+
+// abortedIn returns the aborted transactions that overlap [from, to).
+func (x *txnIndex) abortedIn(from, to int64) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].last >= from })
+	var out []kmsg.FetchResponseTopicPartitionAbortedTransaction
+	for _, a := range x.aborted[i:] {
+		if a.first < to {
+			out = append(out, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.pid, FirstOffset: a.first})
+		}
+	}
+	return out
+}
+
+// trim forgets aborted transactions whose marker is below start (removed
+// by retention).
+func (x *txnIndex) trim(start int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].last >= start })
+	if i > 0 {
+		x.aborted = append(x.aborted[:0:0], x.aborted[i:]...)
+	}
+}
+
+// openFirst returns the first offset of pid's open transaction, -1 when
+// it has none (DescribeProducers).
+func (x *txnIndex) openFirst(pid int64) int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if f, ok := x.open[pid]; ok {
+		return f
+	}
+	return -1
+}
+
+// replay records a batch read back from the log. marker is the control
+// batch's type (commit true) when h is a control batch.
+func (x *txnIndex) replay(h *batch.Header, commit bool) {
+	switch {
+	case h.Control() && h.Transactional():
+		x.end(h.ProducerID, commit, h.BaseOffset)
+	case h.Transactional():
+		x.begin(h.ProducerID, h.BaseOffset)
+	}
+}
+
+// encodeMarker returns a transaction marker batch (base offset 0) for
+// producer pid at epoch: COMMIT or ABORT.
+func encodeMarker(pid int64, epoch int16, commit bool, ts int64) []byte {
+	t := batch.ControlAbort
+	if commit {
+		t = batch.ControlCommit
+	}
+	return batch.AppendMarker(nil, 0, 0, batch.Marker{Type: t, ProducerID: pid, ProducerEpoch: epoch, Timestamp: ts})
+}
+
+// readMarker reads the control batch of header h from l and reports
+// whether it is a COMMIT marker.
+func readMarker(l *storage.Log, h *batch.Header) (bool, error) {
+	s, err := l.Read(h.BaseOffset, h.BaseOffset+1, h.Size())
+	if err != nil {
+		return false, err
+	}
+	raw, err := s.Bytes()
+	if err != nil {
+		return false, err
+	}
+	if len(raw) < h.Size() {
+		return false, fmt.Errorf("broker: control batch at offset %d cut short", h.BaseOffset)
+	}
+	m, err := batch.ParseMarker(h, raw[:h.Size()])
+	if err != nil {
+		return false, fmt.Errorf("broker: control batch at offset %d: %w", h.BaseOffset, err)
+	}
+	return m.Type == batch.ControlCommit, nil
+}
+
+// writeMarkers writes a COMMIT or ABORT marker for pid to each partition
+// that has an open transaction of pid, durably, in parallel. Partitions
+// that no longer exist are skipped.
+func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.TopicPartition) error {
+	type queued struct {
+		p   *partition
+		pen acceptor.Pending
+	}
+	var waits []queued
+	var errs []error
+	ts := timeNowMs()
+	for _, tp := range parts {
+		p := b.partition(tp.Topic, tp.Partition)
+		if p == nil {
+			continue
+		}
+		m := encodeMarker(pid, epoch, commit, ts)
+		pen, err := b.enqueueMarker(p, m, pid, epoch, commit)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		waits = append(waits, queued{p, pen})
+	}
+	for _, q := range waits {
+		if _, err := b.wait(context.Background(), q.p, q.pen); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// enqueueMarker queues marker m (pid's COMMIT or ABORT) on p's acceptor.
+// Its check runs serialized with the partition's appends: with no open
+// transaction of pid the marker is not written (a marker rewritten by
+// recovery, or a partition that got no records), otherwise the
+// transaction is closed and the producer's epoch raised to the marker's.
+func (b *Broker) enqueueMarker(p *partition, m []byte, pid int64, epoch int16, commit bool) (acceptor.Pending, error) {
+	req := &acceptor.Request{Batches: m, Records: 1, Durable: true}
+	req.Check = func(base int64) (int64, bool, error) {
+		if !p.txns.end(pid, commit, base) {
+			return -1, true, nil
+		}
+		p.pids.marker(pid, epoch)
+		return 0, false, nil
+	}
+	pend, err := p.acc.Enqueue(context.Background(), req)
+	return pend, appendError(p, err)
+}

@@ -1,0 +1,179 @@
+package integration
+
+// Transactional throughput of Sluice against in-memory kfake, each broker
+// in its own process (a re-executed test binary), with the same franz-go
+// transactional client in this process:
+//
+//	go test ./integration -run '^$' -bench Txn -benchtime 2000x -count 3
+//
+// Each benchmark writes b.N records of 100 B to one partition in
+// transactions of 1, 10, 100 or 1000 records (Begin, pipelined Produce,
+// EndTransaction commit; client linger 0) and reports records/s and the
+// broker process's CPU time (utime+stime from /proc) per record.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/broker"
+	"sluice/internal/bench"
+)
+
+const benchChildEnv = "SLUICE_BENCH_BROKER" // "sluice" or "kfake-mem"
+
+// TestBenchBrokerChild is the child process of the transactional
+// benchmarks: it serves one broker until SIGTERM. It does nothing in a
+// normal test run.
+func TestBenchBrokerChild(t *testing.T) {
+	kind := os.Getenv(benchChildEnv)
+	if kind == "" {
+		t.Skip("only the benchmarks' child process runs this")
+	}
+	var addr string
+	var stop func()
+	switch kind {
+	case "sluice":
+		br, err := broker.New(broker.DataDir(os.Getenv(benchChildEnv+"_DIR")), broker.ListenAddr("127.0.0.1:0"))
+		if err == nil {
+			err = br.Start()
+		}
+		if err == nil {
+			err = br.CreateTopic(context.Background(), benchTopic, 1, nil)
+		}
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		addr, stop = br.Addr(), func() { br.Close() }
+	case "kfake-mem":
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, benchTopic))
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		addr, stop = c.ListenAddrs()[0], c.Close
+	default:
+		fmt.Println("error unknown broker", kind)
+		os.Exit(1)
+	}
+	fmt.Println("listening", addr)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM)
+	<-ch
+	stop()
+	os.Exit(0)
+}
+
+// childBroker starts a broker of kind in a child process.
+func childBroker(b *testing.B, kind string) (addr string, pid int, stop func()) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchBrokerChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), benchChildEnv+"="+kind, benchChildEnv+"_DIR="+b.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == "listening" {
+			addr = f[1]
+			break
+		}
+	}
+	if addr == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		b.Fatalf("%s child exited before listening", kind)
+	}
+	done := make(chan struct{})
+	go func() {
+		for sc.Scan() {
+		}
+		close(done)
+	}()
+	return addr, cmd.Process.Pid, func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-done
+		cmd.Wait()
+	}
+}
+
+// procCPU returns a process's user+system CPU time.
+func procCPU(b *testing.B, pid int) time.Duration {
+	u, err := bench.ReadProc(pid)
+	if err != nil {
+		b.Skipf("no /proc: %v", err)
+	}
+	return u.CPU
+}
+
+func benchTxn(b *testing.B, size int) {
+	for _, kind := range []string{"sluice", "kfake-mem"} {
+		b.Run(kind, func(b *testing.B) {
+			addr, pid, stop := childBroker(b, kind)
+			defer stop()
+			// No linger: the client's 10 ms default would dominate
+			// small transactions on both brokers alike.
+			cl := benchClient(b, addr, kgo.TransactionalID(fmt.Sprintf("bench-%s-%d", kind, size)), kgo.ProducerLinger(0))
+			defer cl.Close()
+			value := randomValue(100)
+			ctx := context.Background()
+			run := func(n int) {
+				for n > 0 {
+					k := min(n, size)
+					if err := cl.BeginTransaction(); err != nil {
+						b.Fatal(err)
+					}
+					var wg sync.WaitGroup
+					var once sync.Once
+					wg.Add(k)
+					for i := 0; i < k; i++ {
+						cl.Produce(ctx, &kgo.Record{Value: value, Partition: 0}, func(_ *kgo.Record, err error) {
+							if err != nil {
+								once.Do(func() { b.Error(err) })
+							}
+							wg.Done()
+						})
+					}
+					wg.Wait()
+					if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+						b.Fatal(err)
+					}
+					n -= k
+				}
+			}
+			run(size) // warm up: producer id, coordinator, connections
+			cpu0 := procCPU(b, pid)
+			b.ResetTimer()
+			start := time.Now()
+			run(b.N)
+			el := time.Since(start)
+			b.StopTimer()
+			cpu := procCPU(b, pid) - cpu0
+			b.ReportMetric(float64(b.N)/el.Seconds(), "records/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "broker-cpu-µs/record")
+		})
+	}
+}
+
+func BenchmarkTxn1(b *testing.B)    { benchTxn(b, 1) }
+func BenchmarkTxn10(b *testing.B)   { benchTxn(b, 10) }
+func BenchmarkTxn100(b *testing.B)  { benchTxn(b, 100) }
+func BenchmarkTxn1000(b *testing.B) { benchTxn(b, 1000) }

@@ -1,0 +1,304 @@
+package console
+
+// JSON API, read-only unless Config.Admin:
+//
+//	GET    /api/v1/cluster                       broker info, readiness, console features
+//	GET    /api/v1/history?series=A,B&prefix=P   chart history (at most 64 series)
+//	GET    /api/v1/topics?q=TEXT&limit=N         topics (name contains TEXT), with totals and produce rate
+//	GET    /api/v1/topics/{topic}                one topic: partitions, configs with source
+//	GET    /api/v1/topics/{topic}/partitions     its partitions
+//	GET    /api/v1/topics/{topic}/partitions/{p}/records?limit=N[&offset=O|&timestamp=MS]
+//	                                             records (latest N when neither offset nor timestamp)
+//	GET    /api/v1/groups                        consumer groups with state and total lag
+//	GET    /api/v1/groups/{group}                one group: members, assignments, offsets, lag
+//	POST   /api/v1/topics                        {"name","partitions","configs"}  (admin)
+//	DELETE /api/v1/topics/{topic}                                                 (admin)
+//	POST   /api/v1/groups/{group}/reset          {"topic","partitions","to":"earliest|latest|offset","offset"} (admin)
+//
+// Errors are {"error": "..."} with 400 (bad parameter), 403 (admin
+// off), 404 (unknown topic, partition, group or route), 409 (Kafka
+// refused a mutation) or 5xx. Lists and record reads are bounded:
+// larger limits are cut to the maximum, which the response reports.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sluice/broker"
+)
+
+// Bounds of API responses.
+const (
+	maxTopicsListed  = 1000
+	maxHistorySeries = 64
+)
+
+func (s *Server) apiRoutes() {
+	h := func(pattern string, f func(w http.ResponseWriter, r *http.Request)) {
+		s.mux.Handle(pattern, s.guard(http.HandlerFunc(f)))
+	}
+	h("GET /api/v1/cluster", s.apiCluster)
+	h("GET /api/v1/history", s.apiHistory)
+	h("GET /api/v1/topics", s.apiTopics)
+	h("GET /api/v1/topics/{topic}", s.apiTopic)
+	h("GET /api/v1/topics/{topic}/partitions", s.apiPartitions)
+	h("GET /api/v1/topics/{topic}/partitions/{partition}/records", s.apiRecords)
+	h("GET /api/v1/groups", s.apiGroups)
+	h("GET /api/v1/groups/{group}", s.apiGroup)
+	h("POST /api/v1/topics", s.admin(s.apiCreateTopic))
+	h("DELETE /api/v1/topics/{topic}", s.admin(s.apiDeleteTopic))
+	h("POST /api/v1/groups/{group}/reset", s.admin(s.apiResetGroup))
+	h("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, http.StatusNotFound, fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// apiError is an error with the HTTP status it maps to.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &apiError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &apiError{http.StatusNotFound, fmt.Sprintf(format, args...)}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// fail writes err: its own status for an apiError, else 500.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		writeErr(w, ae.status, ae.msg)
+		return
+	}
+	s.log.Warn("console API request failed", "path", r.URL.Path, "err", err)
+	writeErr(w, http.StatusInternalServerError, err.Error())
+}
+
+// intParam parses an optional integer query parameter: def when absent,
+// a 400 when malformed or below lo, cut to hi when above it.
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badRequest("%s=%q: want an integer", name, v)
+	}
+	if n < lo {
+		return 0, badRequest("%s=%d: want at least %d", name, n, lo)
+	}
+	return min(n, hi), nil
+}
+
+// clusterInfo is GET /api/v1/cluster.
+type clusterInfo struct {
+	broker.Info
+	Ready       bool     `json:"ready"`
+	ReadyError  string   `json:"ready_error,omitempty"`
+	Admin       bool     `json:"admin"`
+	User        string   `json:"user,omitempty"`
+	Features    []string `json:"features"` // console pages the broker supports
+	Connections int64    `json:"connections"`
+	SampleMs    int64    `json:"sample_ms"`
+}
+
+func (s *Server) apiCluster(w http.ResponseWriter, r *http.Request) {
+	ci := clusterInfo{
+		Info:     s.b.Info(),
+		Ready:    true,
+		Admin:    s.cfg.Admin,
+		User:     User(r.Context()),
+		Features: []string{"overview", "topics", "groups"},
+		SampleMs: s.cfg.SampleEvery.Milliseconds(),
+	}
+	ci.Connections = s.b.Stats().Connections
+	if err := s.b.Ready(); err != nil {
+		ci.Ready, ci.ReadyError = false, err.Error()
+	}
+	writeJSON(w, http.StatusOK, ci)
+}
+
+func (s *Server) apiHistory(w http.ResponseWriter, r *http.Request) {
+	split := func(v string) []string {
+		if v == "" {
+			return nil
+		}
+		return strings.Split(v, ",")
+	}
+	q := r.URL.Query()
+	names, prefixes := split(q.Get("series")), split(q.Get("prefix"))
+	if len(names) == 0 && len(prefixes) == 0 {
+		s.fail(w, r, badRequest("give series=NAME,... or prefix=PREFIX,..."))
+		return
+	}
+	if len(names)+len(prefixes) > maxHistorySeries {
+		s.fail(w, r, badRequest("at most %d series and prefixes", maxHistorySeries))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.hist.query(names, prefixes, maxHistorySeries))
+}
+
+// topicRow is one row of the topics table.
+type topicRow struct {
+	Name          string  `json:"name"`
+	Partitions    int     `json:"partitions"`
+	Records       int64   `json:"records"` // offsets held: high watermark minus start, summed
+	SizeBytes     int64   `json:"size_bytes"`
+	RetentionMs   string  `json:"retention_ms"`
+	CleanupPolicy string  `json:"cleanup_policy"`
+	ProduceRate   float64 `json:"produce_rate"` // records/s over the last sample
+}
+
+func (s *Server) apiTopics(w http.ResponseWriter, r *http.Request) {
+	limit, err := intParam(r, "limit", maxTopicsListed, 1, maxTopicsListed)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := strings.ToLower(r.URL.Query().Get("q"))
+	rows := []topicRow{}
+	total := 0
+	for _, t := range s.b.Topics() {
+		if q != "" && !strings.Contains(strings.ToLower(t.Name), q) {
+			continue
+		}
+		total++
+		if int64(len(rows)) >= limit {
+			continue
+		}
+		records, size, _ := t.Totals()
+		rate, _ := s.hist.latest(topicSeries(t.Name, "in.records"))
+		rows = append(rows, topicRow{
+			Name: t.Name, Partitions: len(t.Partitions), Records: records, SizeBytes: size,
+			RetentionMs: t.Config("retention.ms"), CleanupPolicy: t.Config("cleanup.policy"), ProduceRate: rate,
+		})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"topics": rows, "total": total, "limit": limit})
+}
+
+func (s *Server) topic(r *http.Request) (broker.TopicInfo, error) {
+	name := r.PathValue("topic")
+	t, ok := s.b.Topic(name)
+	if !ok {
+		return t, notFound("topic %q does not exist", name)
+	}
+	return t, nil
+}
+
+func (s *Server) apiTopic(w http.ResponseWriter, r *http.Request) {
+	t, err := s.topic(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	records, size, tr := t.Totals()
+	writeJSON(w, http.StatusOK, map[string]any{"topic": t, "records": records, "size_bytes": size, "traffic": tr})
+}
+
+func (s *Server) apiPartitions(w http.ResponseWriter, r *http.Request) {
+	t, err := s.topic(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partitions": t.Partitions})
+}
+
+func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
+	gs := s.b.Groups()
+	type row struct {
+		ID           string `json:"id"`
+		State        string `json:"state"`
+		ProtocolType string `json:"protocol_type"`
+		Protocol     string `json:"protocol"`
+		Members      int    `json:"members"`
+		Topics       int    `json:"topics"`
+		Lag          int64  `json:"lag"`
+	}
+	rows := make([]row, 0, len(gs))
+	for _, g := range gs {
+		topics := map[string]bool{}
+		for _, o := range g.Offsets {
+			topics[o.Topic] = true
+		}
+		rows = append(rows, row{g.ID, g.State, g.ProtocolType, g.Protocol, g.Members, len(topics), g.Lag})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"groups": rows})
+}
+
+// memberInfo is a group member as DescribeGroups reports it, with its
+// consumer-protocol assignment decoded.
+type memberInfo struct {
+	MemberID   string             `json:"member_id"`
+	InstanceID string             `json:"instance_id,omitempty"`
+	ClientID   string             `json:"client_id"`
+	ClientHost string             `json:"client_host"`
+	Assigned   map[string][]int32 `json:"assigned"` // topic -> partitions
+}
+
+func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("group")
+	var gi *broker.GroupInfo
+	for _, g := range s.b.Groups() {
+		if g.ID == id {
+			gi = &g
+			break
+		}
+	}
+	if gi == nil {
+		s.fail(w, r, notFound("group %q does not exist", id))
+		return
+	}
+	members := []memberInfo{}
+	ctx, cancel := contextFor(r, 5*time.Second)
+	defer cancel()
+	described, err := s.adm.DescribeGroups(ctx, id)
+	if err == nil {
+		if d, ok := described[id]; ok && d.Err == nil {
+			for _, m := range d.Members {
+				mi := memberInfo{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: map[string][]int32{}}
+				if m.InstanceID != nil {
+					mi.InstanceID = *m.InstanceID
+				}
+				if a, ok := m.Assigned.AsConsumer(); ok {
+					for _, t := range a.Topics {
+						mi.Assigned[t.Topic] = slices.Sorted(slices.Values(t.Partitions))
+					}
+				}
+				members = append(members, mi)
+			}
+		} else if ok && d.Err != nil {
+			err = d.Err
+		}
+	}
+	out := map[string]any{"group": gi, "members": members}
+	if err != nil {
+		out["members_error"] = err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}

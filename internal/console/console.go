@@ -1,0 +1,309 @@
+// Package console is Sluice's HTTP server: the web console (embedded
+// assets, no network needed), Prometheus metrics, health and readiness
+// probes, and the JSON API under /api/v1/ that the console pages use.
+//
+// The console reads the broker through its read-only monitoring view
+// (broker.Info, Topics, Groups, Stats) and, for what Kafka clients see
+// (records, group members), through an in-process Kafka client
+// connected to the broker, so it shows what a client would. Mutations
+// (create and delete topics, reset group offsets) are off unless
+// Config.Admin is set and go through the same Kafka requests a client
+// sends (CreateTopics, DeleteTopics, OffsetCommit).
+//
+// Routes:
+//
+//	/                  console (single page; pages under #/...)
+//	/static/...        embedded assets
+//	/metrics           Prometheus exposition
+//	/healthz           200 while the process serves HTTP
+//	/readyz            200 when the broker is ready, else 503 with the reason
+//	/api/v1/...        JSON API (see api.go)
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/broker"
+)
+
+//go:embed web
+var webFS embed.FS
+
+// Defaults.
+const (
+	DefaultAddr        = "127.0.0.1:9644"
+	DefaultSampleEvery = 2 * time.Second
+	DefaultHistory     = 1800 // points per series: one hour at DefaultSampleEvery
+)
+
+// Authenticator decides who makes a request. It returns the user name,
+// or ok=false after writing a response itself (401, or a redirect to a
+// login page). With SASL on, the broker's security layer supplies one
+// that checks a session against the SASL users; the user is available
+// to handlers through User(ctx) for ACL checks.
+type Authenticator func(w http.ResponseWriter, r *http.Request) (user string, ok bool)
+
+// Config configures a Server.
+type Config struct {
+	// Broker is the started broker to show. Required.
+	Broker *broker.Broker
+	// Gatherer serves /metrics: the registry given to the broker's
+	// broker.Registerer option. Nil: prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
+	// Admin enables mutations (create/delete topic, reset offsets).
+	Admin bool
+	// Logger receives request errors. Nil: discard.
+	Logger *slog.Logger
+	// SampleEvery is the resolution of the charts' history. Default 2s.
+	SampleEvery time.Duration
+	// History is the points kept per series. Default 1800 (an hour at 2 s).
+	History int
+	// Auth, when set, guards every route but /healthz and /readyz.
+	Auth Authenticator
+	// ClientOpts are added to the in-process Kafka client's options
+	// (SASL credentials once the broker requires them).
+	ClientOpts []kgo.Opt
+}
+
+// Server is the console's HTTP handler and the sampler that fills the
+// charts' history.
+//
+// Goroutines: New starts the sampler goroutine; Serve runs an HTTP
+// server goroutine per listener. Close stops both (the sampler by
+// closing stop, servers by Shutdown) and waits for them, then closes the
+// in-process Kafka client. Close is idempotent.
+type Server struct {
+	cfg     Config
+	b       *broker.Broker
+	log     *slog.Logger
+	hist    *history
+	mux     *http.ServeMux
+	handler http.Handler // mux with the headers every answer gets
+	adm     *kadm.Client
+	kcl     *kgo.Client   // shared by admin requests and group descriptions
+	clOpt   []kgo.Opt     // options for per-request consumers (the message browser)
+	sem     chan struct{} // bounds concurrent message-browser reads
+
+	mu      sync.Mutex // guards servers and closed
+	servers []*http.Server
+	closed  bool
+
+	stop      chan struct{} // closed by Close: ends the sampler
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New creates the server and starts sampling the broker's counters.
+func New(cfg Config) (*Server, error) {
+	if cfg.Broker == nil {
+		return nil, errors.New("console: Config.Broker is nil")
+	}
+	addr := cfg.Broker.Addr()
+	if addr == "" {
+		return nil, errors.New("console: the broker has not started")
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.DefaultGatherer
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SampleEvery <= 0 {
+		cfg.SampleEvery = DefaultSampleEvery
+	}
+	if cfg.History <= 1 {
+		cfg.History = DefaultHistory
+	}
+	// The console's Kafka client always dials the broker's own listener,
+	// whatever address the broker advertises (a name for clients outside
+	// may not resolve, or route, from the broker's host).
+	local := localAddr(addr)
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	clOpt := append([]kgo.Opt{
+		kgo.SeedBrokers(local),
+		kgo.ClientID("sluice-console"),
+		kgo.Dialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, local)
+		}),
+	}, cfg.ClientOpts...)
+	kcl, err := kgo.NewClient(clOpt...)
+	if err != nil {
+		return nil, fmt.Errorf("console: kafka client: %w", err)
+	}
+	s := &Server{
+		cfg:   cfg,
+		b:     cfg.Broker,
+		log:   cfg.Logger,
+		hist:  newHistory(cfg.History, cfg.SampleEvery),
+		kcl:   kcl,
+		adm:   kadm.NewClient(kcl),
+		clOpt: clOpt,
+		sem:   make(chan struct{}, 4),
+		stop:  make(chan struct{}),
+	}
+	s.routes()
+	s.wg.Add(1)
+	go s.sampleLoop()
+	return s, nil
+}
+
+// Handler is the server's HTTP handler, for embedding in another server
+// or httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves HTTP on ln until Close. It returns at once; the listener
+// is closed by Close.
+func (s *Server) Serve(ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("console: closed")
+	}
+	s.servers = append(s.servers, srv)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("console HTTP server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Close stops the HTTP servers (letting requests in flight finish for
+// up to 5 s), the sampler and the Kafka client.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		srvs := s.servers
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for _, srv := range srvs {
+			if srv.Shutdown(ctx) != nil {
+				srv.Close()
+			}
+		}
+		cancel()
+		close(s.stop)
+		s.wg.Wait()
+		s.kcl.Close()
+	})
+	return nil
+}
+
+// ListenAndServe listens on addr and serves there; it returns the
+// listener's address (for ":0").
+func (s *Server) ListenAndServe(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("console: listen on %s: %w", addr, err)
+	}
+	a := ln.Addr().String()
+	return a, s.Serve(ln)
+}
+
+type userKey struct{}
+
+// User returns the user an Authenticator let in, or "" without one.
+func User(ctx context.Context) string {
+	u, _ := ctx.Value(userKey{}).(string)
+	return u
+}
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	// Probes and metrics stay open: orchestrators and Prometheus call them.
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
+
+	static, _ := fs.Sub(webFS, "web")
+	s.mux.Handle("GET /static/", s.guard(http.StripPrefix("/static/", cacheFor(http.FileServerFS(static)))))
+	s.mux.Handle("GET /{$}", s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'")
+		http.ServeFileFS(w, r, static, "index.html")
+	})))
+	s.apiRoutes()
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY") // no framing: admin buttons cannot be clickjacked
+		h.Set("Referrer-Policy", "same-origin")
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// readyz answers 200 "ready" or 503 with the reason.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.b.Ready(); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, err.Error())
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// guard applies the Authenticator, if any.
+func (s *Server) guard(h http.Handler) http.Handler {
+	if s.cfg.Auth == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := s.cfg.Auth(w, r)
+		if !ok {
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+	})
+}
+
+func cacheFor(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// localAddr turns a listen address into one to dial: a wildcard host
+// (0.0.0.0, ::, empty) becomes the loopback address.
+func localAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

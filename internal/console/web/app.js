@@ -1,0 +1,450 @@
+// Sluice console: a small single-page app over the JSON API in
+// /api/v1/. No framework and no build step: pages are functions that
+// render into <main>, routes are URL fragments (#/topics/NAME).
+//
+// To add a page (producers, transactions, users and ACLs): add an entry
+// to `pages` with the broker feature that enables it (the `features`
+// list of /api/v1/cluster), and a route in `routes`.
+
+const pages = [
+  { feature: "overview", title: "Overview", href: "#/" },
+  { feature: "topics", title: "Topics", href: "#/topics" },
+  { feature: "groups", title: "Consumer groups", href: "#/groups" },
+  { feature: "producers", title: "Producers", href: "#/producers" },
+  { feature: "transactions", title: "Transactions", href: "#/transactions" },
+  { feature: "acls", title: "Users & ACLs", href: "#/acls" },
+];
+
+const routes = [
+  [/^#?\/?$/, overviewPage],
+  [/^#\/topics$/, topicsPage],
+  [/^#\/topics\/([^/]+)$/, topicPage],
+  [/^#\/groups$/, groupsPage],
+  [/^#\/groups\/([^/]+)$/, groupPage],
+];
+
+let cluster = null; // last /api/v1/cluster answer
+let timers = []; // refresh timers of the current page
+let charts = []; // uPlot instances of the current page
+
+// ---- helpers ----
+
+async function api(path, opts) {
+  const r = await fetch("/api/v1/" + path, opts);
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = null; }
+  if (!r.ok) throw new Error((body && body.error) || r.status + " " + r.statusText);
+  return body;
+}
+
+function post(path, method, obj) {
+  return api(path, {
+    method,
+    headers: obj ? { "Content-Type": "application/json" } : {},
+    body: obj ? JSON.stringify(obj) : undefined,
+  });
+}
+
+// el builds an element: el("a", {href: "#/"}, "text", child, ...).
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (k === "class") e.className = v;
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) {
+    if (k === undefined || k === null || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+
+// fill replaces node's children, skipping null and false.
+function fill(node, ...kids) {
+  node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+}
+
+function table(headers, rows, attrs) {
+  return el("table", attrs,
+    el("thead", {}, el("tr", {}, headers.map((h) => {
+      const num = h.startsWith("#");
+      return el("th", { class: num ? "num" : null }, num ? h.slice(1) : h);
+    }))),
+    el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: headers.length, class: "muted" }, "None"))));
+}
+
+function row(...cells) {
+  return el("tr", {}, cells.map((c) => (c instanceof Node && c.tagName === "TD") ? c : el("td", {}, c)));
+}
+
+function num(v) { return el("td", { class: "num" }, typeof v === "number" ? v.toLocaleString("en-US") : v); }
+
+function bytes(n) {
+  if (n === null || n === undefined) return "–";
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + u[i];
+}
+
+function duration(ms) {
+  let s = Math.floor(ms / 1000);
+  const d = Math.floor(s / 86400); s %= 86400;
+  const h = Math.floor(s / 3600); s %= 3600;
+  const m = Math.floor(s / 60); s %= 60;
+  return (d ? d + "d " : "") + (d || h ? h + "h " : "") + m + "m " + s + "s";
+}
+
+function retention(ms) {
+  const n = Number(ms);
+  if (!ms || n < 0) return "forever";
+  return duration(n).replace(/ 0m 0s$/, "").replace(/ 0s$/, "");
+}
+
+function card(k, v, id) { return el("div", { class: "card", id }, el("div", { class: "k" }, k), el("div", { class: "v" }, v)); }
+
+function every(ms, f) {
+  const t = setInterval(() => f().catch(showError), ms);
+  timers.push(t);
+}
+
+function showError(e) {
+  const s = document.getElementById("status");
+  s.textContent = String(e.message || e);
+  s.className = "status bad";
+}
+
+function refreshMs() { return Math.max(1000, cluster ? cluster.sample_ms : 2000); }
+
+// ---- charts ----
+
+const palette = ["#1f6feb", "#e8590c", "#2f9e44", "#ae3ec9", "#c92a2a", "#0c8599", "#f08c00", "#5f3dc4", "#868e96", "#d6336c", "#66a80f", "#364fc7", "#a61e4d", "#087f5b", "#e67700", "#495057"];
+
+// chart draws series (objects {name, label, scale}) from a history
+// answer into a card; it returns an update function.
+function chart(parent, title, defs, unit) {
+  const box = el("div", { class: "chart", "data-chart": title });
+  parent.append(box);
+  box.append(el("div", { class: "title" }, title));
+  let u = null;
+  const fmt = unit === "bytes" ? (v) => bytes(v) + "/s"
+    : unit === "ms" ? (v) => (v === null ? "–" : v.toFixed(2) + " ms")
+    : (v) => (v === null ? "–" : Number(v.toFixed(2)).toLocaleString("en-US"));
+  return function update(h) {
+    const names = defs === "all" ? Object.keys(h.series).sort() : defs.map((d) => d.name);
+    const labels = defs === "all" ? names.map((n) => n.replace(/^requests\./, "")) : defs.map((d) => d.label);
+    const xs = h.times.map((t) => t / 1000);
+    const scale = unit === "ms" ? 1000 : 1;
+    const data = [xs, ...names.map((n) => (h.series[n] || xs.map(() => null)).map((v) => v === null ? null : v * scale))];
+    let points = 0;
+    for (const s of data.slice(1)) for (const v of s) if (v !== null) points++;
+    box.dataset.points = points;
+    const key = names.join(",");
+    if (!u || u._key !== key) {
+      if (u) u.destroy();
+      const width = Math.max(300, box.clientWidth - 16);
+      u = new uPlot({
+        width, height: 200,
+        series: [{}, ...labels.map((l, i) => ({ label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: true, points: { size: 4 }, value: (_, v) => fmt(v) }))],
+        axes: [{}, { size: 70, values: (_, vs) => vs.map((v) => unit === "bytes" ? bytes(v) : unit === "ms" ? v + " ms" : v) }],
+        legend: { live: true },
+      }, data, box);
+      u._key = key;
+      charts.push(u);
+    } else {
+      u.setData(data);
+    }
+  };
+}
+
+async function history(params) {
+  return api("history?" + new URLSearchParams(params));
+}
+
+// ---- pages ----
+
+async function overviewPage(main) {
+  const c = await api("cluster");
+  const cards = el("div", { class: "cards", id: "overview-cards" });
+  const grid = el("div", { class: "charts" });
+  main.append(el("h1", {}, "Overview"),
+    el("p", { class: "help" }, "This broker's health and traffic. Charts cover the last hour, one point every " + (c.sample_ms / 1000) + " s."),
+    cards, el("h2", {}, "Live"), grid);
+  const fillCards = (c) => {
+    cards.replaceChildren(
+      card("Version", c.version),
+      card("Uptime", duration(Date.now() - Date.parse(c.started))),
+      card("Ready", c.ready ? "yes" : "no: " + c.ready_error),
+      card("Data directory", c.data_dir),
+      card("Data stored", bytes(c.data_bytes)),
+      card("Disk used / free", c.disk_total_bytes ? bytes(c.disk_total_bytes - c.disk_free_bytes) + " / " + bytes(c.disk_free_bytes) : "unknown"),
+      card("fsync policy", c.fsync),
+      card("Topics / partitions", c.topics + " / " + c.partitions),
+      card("Connections", c.connections),
+      card("Cluster id", c.cluster_id),
+      card("Kafka address", c.addr),
+    );
+  };
+  fillCards(c);
+  const charts = [
+    [chart(grid, "Records per second", [{ name: "produce.records", label: "produced" }, { name: "fetch.records", label: "fetched" }]), { series: "produce.records,fetch.records" }],
+    [chart(grid, "Bytes per second", [{ name: "produce.bytes", label: "produced" }, { name: "fetch.bytes", label: "fetched" }], "bytes"), { series: "produce.bytes,fetch.bytes" }],
+    [chart(grid, "fsync latency", [{ name: "fsync.p50", label: "p50" }, { name: "fsync.p99", label: "p99" }], "ms"), { series: "fsync.p50,fsync.p99" }],
+    [chart(grid, "Group commit", [{ name: "fsync.appends", label: "appends per fsync" }, { name: "queue.depth", label: "queue depth" }]), { series: "fsync.appends,queue.depth" }],
+    [chart(grid, "Requests per second by API", "all"), { prefix: "requests." }],
+  ];
+  const draw = async () => {
+    for (const [update, q] of charts) update(await history(q));
+  };
+  await draw();
+  every(refreshMs(), async () => { fillCards(await api("cluster")); await draw(); });
+}
+
+async function topicsPage(main) {
+  const q = el("input", { type: "search", id: "topic-search", placeholder: "Search topics", "aria-label": "Search topics" });
+  const holder = el("div", { id: "topics-table" });
+  const bar = el("div", { class: "toolbar" }, q);
+  main.append(el("h1", {}, "Topics"),
+    el("p", { class: "help" }, "A topic is a named stream of records, split into partitions that are each an ordered log."),
+    bar, holder);
+  if (cluster && cluster.admin) bar.append(createTopicForm());
+  let seq = 0; // answers can arrive out of order while the user types: show the latest
+  const load = async () => {
+    const mine = ++seq;
+    const d = await api("topics?" + new URLSearchParams({ q: q.value }));
+    if (mine !== seq) return;
+    fill(holder, table(["Name", "#Partitions", "#Records", "#Size", "Retention", "Cleanup", "#Produce rec/s"],
+      d.topics.map((t) => row(el("a", { href: "#/topics/" + encodeURIComponent(t.name) }, t.name), num(t.partitions), num(t.records),
+        num(bytes(t.size_bytes)), retention(t.retention_ms), t.cleanup_policy, num(Number(t.produce_rate.toFixed(1)))))),
+    d.total > d.topics.length ? el("p", { class: "muted" }, "Showing " + d.topics.length + " of " + d.total) : null);
+  };
+  q.addEventListener("input", () => load().catch(showError));
+  await load();
+  every(refreshMs(), load);
+}
+
+function createTopicForm() {
+  const name = el("input", { placeholder: "new topic name", id: "new-topic" });
+  const parts = el("input", { type: "number", min: 1, value: 1, id: "new-topic-partitions" });
+  return el("span", {}, name, parts, el("button", {
+    onclick: async () => {
+      await post("topics", "POST", { name: name.value, partitions: Number(parts.value) }).catch(showError);
+      route();
+    },
+  }, "Create topic"));
+}
+
+async function topicPage(main, name) {
+  name = decodeURIComponent(name);
+  const d = await api("topics/" + encodeURIComponent(name));
+  const t = d.topic;
+  main.append(el("h1", {}, "Topic ", el("span", { id: "topic-name" }, t.name)));
+  main.append(el("div", { class: "cards" },
+    card("Partitions", t.partitions.length), card("Records", d.records.toLocaleString("en-US")), card("Size", bytes(d.size_bytes)),
+    card("Retention", retention(t.configs.find((c) => c.name === "retention.ms")?.value)), card("Topic id", t.id)));
+  if (cluster && cluster.admin) {
+    main.append(el("div", { class: "toolbar" }, el("button", {
+      class: "danger", onclick: async () => {
+        if (!confirm("Delete topic " + t.name + " and all its records?")) return;
+        await post("topics/" + encodeURIComponent(t.name), "DELETE").then(() => { location.hash = "#/topics"; }).catch(showError);
+      },
+    }, "Delete topic")));
+  }
+  const parts = el("div", { id: "partitions" });
+  const fillParts = (ps) => parts.replaceChildren(table(["#Partition", "#Start offset", "#End offset", "#Records", "#Size", "#Segments", "#Records in", "#Records out", "Status"],
+    ps.map((p) => row(num(p.partition), num(p.start_offset), num(p.high_watermark), num(p.high_watermark - p.start_offset), num(bytes(p.size_bytes)),
+      num(p.segments), num(p.traffic.records_in), num(p.traffic.records_out), p.error ? el("span", { class: "err" }, p.error) : "ok"))));
+  fillParts(t.partitions);
+  const grid = el("div", { class: "charts" });
+  main.append(el("h2", {}, "Partitions"), parts, el("h2", {}, "Throughput"), grid);
+  const pre = "topic/" + t.name + "/";
+  const recs = chart(grid, "Records per second", [{ name: pre + "in.records", label: "produced" }, { name: pre + "out.records", label: "fetched" }]);
+  const byts = chart(grid, "Bytes per second", [{ name: pre + "in.bytes", label: "produced" }, { name: pre + "out.bytes", label: "fetched" }], "bytes");
+  const draw = async () => { const h = await history({ prefix: pre }); recs(h); byts(h); };
+  await draw();
+  main.append(el("h2", {}, "Messages"), browser(t));
+  main.append(el("h2", {}, "Configuration"), table(["Name", "Value", "Source"],
+    t.configs.map((c) => row(c.name, c.value, c.source === "DEFAULT_CONFIG" ? el("span", { class: "muted" }, "default") : "set on topic")), { id: "configs" }));
+  every(refreshMs(), async () => {
+    draw();
+    fillParts((await api("topics/" + encodeURIComponent(t.name) + "/partitions")).partitions);
+  });
+}
+
+// browser is the message browser of a topic: a bounded page of records
+// of one partition, from the end, an offset or a timestamp.
+function browser(t) {
+  const part = el("select", { id: "mb-partition", "aria-label": "Partition" }, t.partitions.map((p) => el("option", { value: p.partition }, "partition " + p.partition)));
+  const mode = el("select", { id: "mb-mode", "aria-label": "Start" },
+    el("option", { value: "latest" }, "latest"), el("option", { value: "offset" }, "from offset"), el("option", { value: "timestamp" }, "from time"));
+  const at = el("input", { id: "mb-at", placeholder: "offset or 2026-01-02T15:04:05", size: 22 });
+  const limit = el("select", { id: "mb-limit", "aria-label": "Records per page" }, [10, 20, 50, 100, 200].map((n) => el("option", { value: n, selected: n === 20 }, n + " per page")));
+  const format = el("select", { id: "mb-format", "aria-label": "Show values as" },
+    el("option", { value: "text" }, "text"), el("option", { value: "json" }, "JSON"), el("option", { value: "hex" }, "hex"));
+  const info = el("span", { class: "muted", id: "mb-info" });
+  const out = el("div", { id: "mb-records" });
+  let page = null;
+  const load = async (params) => {
+    const q = new URLSearchParams({ limit: limit.value, ...params });
+    page = await api("topics/" + encodeURIComponent(t.name) + "/partitions/" + part.value + "/records?" + q);
+    render();
+  };
+  const go = () => {
+    if (mode.value === "offset") return load({ offset: at.value || "0" });
+    if (mode.value === "timestamp") {
+      const ms = /^\d+$/.test(at.value) ? Number(at.value) : Date.parse(at.value);
+      if (Number.isNaN(ms)) return Promise.reject(new Error("not a time: " + at.value));
+      return load({ timestamp: ms });
+    }
+    return load({});
+  };
+  const render = () => {
+    const n = page.records.length;
+    info.textContent = n ? "offsets " + page.records[0].offset + "–" + page.records[n - 1].offset + " of [" + page.start_offset + ", " + page.high_watermark + ")" : "no records from offset " + page.from + " (log holds [" + page.start_offset + ", " + page.high_watermark + "))";
+    out.replaceChildren(table(["#Offset", "Timestamp", "Key", "Value", "Headers"], page.records.map((r) => el("tr", { "data-offset": r.offset },
+      num(r.offset), new Date(r.timestamp).toISOString(), el("td", {}, show(r.key, r.key_size, format.value)),
+      el("td", {}, show(r.value, r.value_size, format.value)),
+      el("td", {}, r.headers.map((h) => el("span", { class: "tag" }, h.key + "=" + text(b64(h.value))))))), { id: "mb-table" }));
+  };
+  const prev = el("button", { id: "mb-prev", onclick: () => page && load({ offset: Math.max(page.start_offset, page.from - Number(limit.value)) }).catch(showError) }, "◀ Older");
+  const next = el("button", { id: "mb-next", onclick: () => page && load({ offset: page.next_offset }).catch(showError) }, "Newer ▶");
+  format.addEventListener("change", () => page && render());
+  const box = el("div", { id: "browser" },
+    el("p", { class: "help" }, "Read records of one partition: the latest ones, or from an offset or a time. Pages are bounded (at most 200 records, values cut at 16 KiB)."),
+    el("div", { class: "toolbar" }, part, mode, at, limit, format,
+      el("button", { id: "mb-load", onclick: () => go().catch(showError) }, "Load"), prev, next, info), out);
+  go().catch(showError);
+  return box;
+}
+
+function b64(s) {
+  if (s === null || s === undefined) return null;
+  const bin = atob(s);
+  const a = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
+  return a;
+}
+
+function text(a) { return a === null ? "null" : new TextDecoder("utf-8", { fatal: false }).decode(a); }
+
+function show(s, size, format) {
+  const a = b64(s);
+  if (a === null) return el("span", { class: "muted" }, "null");
+  let body;
+  if (format === "hex") {
+    body = Array.from(a, (x) => x.toString(16).padStart(2, "0")).join(" ").replace(/((?:\S+ ){16})/g, "$1\n");
+  } else if (format === "json") {
+    try { body = JSON.stringify(JSON.parse(text(a)), null, 2); } catch (e) { body = text(a); }
+  } else {
+    body = text(a);
+  }
+  return [el("pre", { class: "val" }, body), size > a.length ? el("span", { class: "muted" }, "(first " + bytes(a.length) + " of " + bytes(size) + ")") : null];
+}
+
+async function groupsPage(main) {
+  const holder = el("div", { id: "groups-table" });
+  main.append(el("h1", {}, "Consumer groups"),
+    el("p", { class: "help" }, "Consumers that share a group id split a topic's partitions between them. Lag is how many records they have not read yet."),
+    holder);
+  const load = async () => {
+    const d = await api("groups");
+    holder.replaceChildren(table(["Group", "State", "Protocol", "#Members", "#Topics", "#Lag"],
+      d.groups.map((g) => row(el("a", { href: "#/groups/" + encodeURIComponent(g.id) }, g.id), g.state, g.protocol || g.protocol_type || "–",
+        num(g.members), num(g.topics), el("td", { class: "num" + (g.lag > 0 ? " lag-high" : "") }, g.lag.toLocaleString("en-US"))))));
+  };
+  await load();
+  every(refreshMs(), load);
+}
+
+async function groupPage(main, id) {
+  id = decodeURIComponent(id);
+  const cards = el("div", { class: "cards" });
+  const members = el("div", { id: "members" });
+  const offsets = el("div", { id: "offsets" });
+  const grid = el("div", { class: "charts" });
+  main.append(el("h1", {}, "Group ", el("span", { id: "group-id" }, id)), cards,
+    el("h2", {}, "Members"), members, el("h2", {}, "Committed offsets and lag"), offsets, el("h2", {}, "Lag"), grid);
+  if (cluster && cluster.admin) main.append(el("h2", {}, "Reset offsets"), resetForm(id));
+  const lag = chart(grid, "Total lag (records)", [{ name: "group/" + id + "/lag", label: "lag" }]);
+  const load = async () => {
+    const d = await api("groups/" + encodeURIComponent(id));
+    const g = d.group;
+    cards.replaceChildren(card("State", g.state), card("Protocol", (g.protocol_type || "–") + (g.protocol ? " / " + g.protocol : "")),
+      card("Members", g.members), card("Total lag", g.lag.toLocaleString("en-US")));
+    fill(members, table(["Member", "Client id", "Host", "Assigned partitions"], d.members.map((m) => row(m.member_id, m.client_id, m.client_host,
+      Object.entries(m.assigned).map(([t, ps]) => el("span", { class: "tag" }, t + ": " + ps.join(","))))), { id: "members-table" }),
+    d.members_error ? el("p", { class: "err" }, d.members_error) : null);
+    offsets.replaceChildren(table(["Topic", "#Partition", "#Committed", "#End offset", "#Lag"], g.offsets.map((o) => row(
+      el("a", { href: "#/topics/" + encodeURIComponent(o.topic) }, o.topic), num(o.partition), num(o.committed),
+      num(o.high_watermark < 0 ? "deleted" : o.high_watermark), el("td", { class: "num" + (o.lag > 0 ? " lag-high" : "") }, o.lag.toLocaleString("en-US")))), { id: "offsets-table" }));
+    lag(await history({ series: "group/" + id + "/lag" }));
+  };
+  await load();
+  every(refreshMs(), load);
+}
+
+function resetForm(id) {
+  const topic = el("input", { placeholder: "topic" });
+  const to = el("select", {}, el("option", { value: "earliest" }, "earliest"), el("option", { value: "latest" }, "latest"), el("option", { value: "offset" }, "offset"));
+  const off = el("input", { type: "number", placeholder: "offset", min: 0 });
+  return el("div", { class: "toolbar" }, topic, to, off, el("button", {
+    onclick: async () => {
+      await post("groups/" + encodeURIComponent(id) + "/reset", "POST", { topic: topic.value, to: to.value, offset: Number(off.value || 0) }).catch(showError);
+      route();
+    },
+  }, "Reset (group must have no members)"));
+}
+
+// ---- shell ----
+
+function navigate() {
+  const hash = location.hash || "#/";
+  const nav = document.getElementById("nav");
+  const features = (cluster && cluster.features) || [];
+  nav.replaceChildren(...pages.filter((p) => features.includes(p.feature)).map((p) => {
+    const active = p.href === "#/" ? hash === "#/" || hash === "" : hash.startsWith(p.href);
+    return el("a", { href: p.href, class: active ? "active" : null }, p.title);
+  }));
+  const s = document.getElementById("status");
+  if (cluster) {
+    s.textContent = (cluster.ready ? "ready" : "not ready") + (cluster.user ? " · " + cluster.user : "");
+    s.className = "status " + (cluster.ready ? "ok" : "bad");
+  }
+}
+
+async function route() {
+  for (const t of timers) clearInterval(t);
+  for (const c of charts) c.destroy();
+  timers = []; charts = [];
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  delete main.dataset.loaded;
+  try {
+    cluster = await api("cluster");
+  } catch (e) {
+    showError(e);
+  }
+  navigate();
+  const hash = location.hash || "#/";
+  for (const [re, page] of routes) {
+    const m = hash.match(re);
+    if (m) {
+      try {
+        await page(main, ...m.slice(1));
+        main.dataset.loaded = hash;
+      } catch (e) {
+        main.append(el("p", { class: "err", id: "page-error" }, String(e.message || e)));
+      }
+      return;
+    }
+  }
+  main.append(el("p", { class: "err" }, "No page at " + hash));
+}
+
+window.addEventListener("resize", () => {
+  for (const c of charts) c.setSize({ width: Math.max(300, c.root.parentElement.clientWidth - 16), height: 200 });
+});
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,414 @@
+// Package kvlog is a durable, compacted key-value record log for a
+// coordinator's state: records are written as RecordBatches to an
+// internal partition log through an acceptor, fsynced before Append
+// returns, replayed in order on open, and compacted to the live records
+// when the log holds more than twice as many as are live.
+//
+// Layout of Config.Dir:
+//
+//	CURRENT       names the live log directory ("log-000003"), replaced
+//	              by writing CURRENT.tmp, fsync, rename, directory fsync
+//	log-000003/   the internal log (package storage's layout)
+//
+// Compaction writes the live records to a fresh log-N+1, fsyncs it,
+// switches CURRENT, then removes the old directory. Open removes any log
+// directory CURRENT does not name (an interrupted compaction), so a crash
+// at any point leaves either the old or the new log, never a mix.
+//
+// The group coordinator (internal/groups) and the transaction coordinator
+// (internal/txn) keep their state here.
+package kvlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sluice/internal/acceptor"
+	"sluice/internal/storage"
+	"sluice/internal/vfs"
+)
+
+// Record is one key-value record. A nil Value is a tombstone.
+type Record struct {
+	Key   []byte
+	Value []byte
+}
+
+// ErrClosed: the log is closed or not started.
+var ErrClosed = errors.New("kvlog: closed")
+
+// Config sets up a Log.
+type Config struct {
+	FS  vfs.FS
+	Dir string
+	// SyncPolicy of the acceptor; default acceptor.FsyncAlways.
+	SyncPolicy acceptor.FsyncPolicy
+	// CompactMinRecords: compact when the log holds more than this many
+	// records and more than twice as many as are live. Default 10000.
+	CompactMinRecords int
+	Now               func() time.Time
+	// Logger receives the log's warnings (a failed compaction) and those
+	// of its storage and acceptor; default: discard. Callers name the log
+	// with Logger.With.
+	Logger *slog.Logger
+	// OnCompact, if set, is called after each compaction (metrics).
+	OnCompact func()
+}
+
+// Log is the store. Goroutines: Start starts the acceptor goroutine that
+// writes the internal log; Close stops it (a compaction stops and
+// restarts it under the exclusive lock).
+type Log struct {
+	fs         vfs.FS
+	dir        string
+	scfg       storage.Config
+	acfg       acceptor.Config
+	compactMin int64
+	now        func() int64 // milliseconds
+	warn       func(msg string, args ...any)
+	onCompact  func()
+
+	// mu guards the fields below through broken and orders appends
+	// against compaction: Append holds it shared from its write until its
+	// apply has returned; compaction holds it exclusively while it swaps
+	// logs. Callers must not hold a lock that snapshot takes.
+	mu       sync.RWMutex
+	seq      int
+	posBase  int64
+	log      *storage.Log
+	acc      *acceptor.Acceptor
+	snapshot func() []Record
+	closed   bool
+	broken   error
+
+	records    atomic.Int64
+	live       atomic.Int64
+	compacting atomic.Bool
+}
+
+const currentFile = "CURRENT"
+
+func logDirName(seq int) string { return fmt.Sprintf("log-%06d", seq) }
+
+// Open opens (creating) the log in cfg.Dir. Call Replay, then Start.
+func Open(cfg Config) (*Log, error) {
+	if cfg.FS == nil || cfg.Dir == "" {
+		return nil, errors.New("kvlog: Config.FS and Config.Dir are required")
+	}
+	if cfg.CompactMinRecords <= 0 {
+		cfg.CompactMinRecords = 10000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Log{
+		fs:  cfg.FS,
+		dir: cfg.Dir,
+		scfg: storage.Config{RetentionAge: -1, RetentionBytes: -1, SegmentAge: -1, SegmentBytes: 64 << 20,
+			Logger: cfg.Logger},
+		acfg: acceptor.Config{Policy: cfg.SyncPolicy, RetentionCheck: -1, QueueSize: 1024,
+			Logger: cfg.Logger},
+		compactMin: int64(cfg.CompactMinRecords),
+		now:        func() int64 { return cfg.Now().UnixMilli() },
+		warn:       cfg.Logger.Warn,
+		onCompact:  cfg.OnCompact,
+	}
+	if err := s.fs.MkdirAll(s.dir); err != nil {
+		return nil, fmt.Errorf("kvlog: create %s: %w", s.dir, err)
+	}
+	seq, err := s.readCurrent()
+	if err != nil {
+		return nil, err
+	}
+	if seq == 0 {
+		seq = 1
+		if err := s.writeCurrent(seq); err != nil {
+			return nil, err
+		}
+	}
+	s.seq = seq
+	names, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("kvlog: list %s: %w", s.dir, err)
+	}
+	for _, n := range names {
+		if (strings.HasPrefix(n, "log-") && n != logDirName(seq)) || n == currentFile+".tmp" {
+			if err := s.fs.RemoveAll(path.Join(s.dir, n)); err != nil {
+				return nil, fmt.Errorf("kvlog: remove leftover %s: %w", n, err)
+			}
+		}
+	}
+	s.log, err = storage.Open(s.fs, path.Join(s.dir, logDirName(seq)), s.scfg)
+	if err != nil {
+		return nil, fmt.Errorf("kvlog: open internal log: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Log) readCurrent() (int, error) {
+	name := path.Join(s.dir, currentFile)
+	f, err := s.fs.Open(name)
+	if err != nil {
+		if _, serr := s.fs.Stat(name); serr != nil {
+			return 0, nil // absent
+		}
+		return 0, fmt.Errorf("kvlog: open %s: %w", name, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, fmt.Errorf("kvlog: read %s: %w", name, err)
+	}
+	b := make([]byte, min(size, 64))
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return 0, fmt.Errorf("kvlog: read %s: %w", name, err)
+	}
+	v := strings.TrimSpace(string(b))
+	seq, err := strconv.Atoi(strings.TrimPrefix(v, "log-"))
+	if err != nil || seq <= 0 || !strings.HasPrefix(v, "log-") {
+		return 0, fmt.Errorf("kvlog: %s holds %q, not a log directory name", name, v)
+	}
+	return seq, nil
+}
+
+func (s *Log) writeCurrent(seq int) error {
+	tmp, name := path.Join(s.dir, currentFile+".tmp"), path.Join(s.dir, currentFile)
+	_ = s.fs.Remove(tmp)
+	f, err := s.fs.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("kvlog: create %s: %w", tmp, err)
+	}
+	_, err = f.Write([]byte(logDirName(seq) + "\n"))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, name)
+	}
+	if err == nil {
+		err = s.fs.SyncDir(s.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("kvlog: switch %s to %s: %w", name, logDirName(seq), err)
+	}
+	return nil
+}
+
+// Replay calls fn for every stored record in order, once, before Start,
+// with the record's position (see Append).
+func (s *Log) Replay(fn func(pos int64, r Record) error) error {
+	off, end := s.log.StartOffset(), s.log.NextOffset()
+	var n int64
+	for off < end {
+		sl, err := s.log.Read(off, end, 1<<20)
+		if err != nil {
+			return fmt.Errorf("kvlog: replay: %w", err)
+		}
+		b, err := sl.Bytes()
+		if err != nil {
+			return fmt.Errorf("kvlog: replay: %w", err)
+		}
+		if len(b) == 0 {
+			return fmt.Errorf("kvlog: internal log read at offset %d returned nothing before %d", off, end)
+		}
+		next := off
+		err = decodeBatches(b, func(o int64, r Record) error {
+			n++
+			next = o + 1
+			return fn(o, r)
+		})
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			return fmt.Errorf("kvlog: internal log does not advance at offset %d", off)
+		}
+		off = next
+	}
+	s.records.Store(n)
+	return nil
+}
+
+// Start makes the log writable. snapshot returns the live records; the
+// log calls it to compact itself, with no Append in flight.
+func (s *Log) Start(snapshot func() []Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snapshot = snapshot
+	if n := s.records.Load(); n > s.compactMin {
+		live := snapshot()
+		if n > 2*int64(len(live)) {
+			if err := s.rewriteLocked(live); err != nil {
+				return err
+			}
+		}
+	}
+	s.live.Store(int64(len(s.snapshot())))
+	s.acc = acceptor.Start(s.log, s.acfg)
+	return nil
+}
+
+// Append makes recs durable, in order, then calls apply (if not nil)
+// with the position of the first before returning nil. Positions
+// increase with the order of the writes and never repeat, even across
+// compactions (they are not necessarily the log's offsets). No compaction
+// snapshot is taken between the write and the end of apply. On error
+// nothing is applied; the records may or may not be on disk (the next
+// Replay tells).
+func (s *Log) Append(recs []Record, apply func(pos int64)) error { return s.append(recs, apply, true) }
+
+// Write is Append without waiting for the fsync: it returns once recs
+// are written (the next Append's fsync, or the acceptor's periodic one,
+// makes them durable, in order: a durable record implies that every
+// earlier one is). For records whose loss in a crash recovery tolerates.
+func (s *Log) Write(recs []Record, apply func(pos int64)) error { return s.append(recs, apply, false) }
+
+func (s *Log) append(recs []Record, apply func(int64), durable bool) error {
+	buf := encodeBatch(nil, recs, s.now())
+	s.mu.RLock()
+	if s.closed || s.acc == nil {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	if s.broken != nil {
+		s.mu.RUnlock()
+		return s.broken
+	}
+	// Background context: once queued, the write completes and is applied,
+	// so memory and log agree whatever happens to the caller.
+	res, err := s.acc.Append(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: durable})
+	if err == nil && apply != nil {
+		apply(s.posBase + res.BaseOffset)
+	}
+	n := s.records.Add(int64(len(recs)))
+	s.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("kvlog: write internal log: %w", err)
+	}
+	if n > s.compactMin && n > 2*s.live.Load() && s.compacting.CompareAndSwap(false, true) {
+		defer s.compacting.Store(false)
+		if err := s.compact(); err != nil {
+			s.warn("kvlog: compacting the internal log failed", "dir", s.dir, "err", err)
+		}
+	}
+	return nil
+}
+
+func (s *Log) compact() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if err := s.acc.Close(); err != nil {
+		s.warn("kvlog: internal log writer stopped with an error", "err", err)
+	}
+	err := s.rewriteLocked(s.snapshot())
+	s.acc = acceptor.Start(s.log, s.acfg)
+	return err
+}
+
+// rewriteLocked writes live to a fresh log directory, switches CURRENT to
+// it and removes the old one. No writer may be running.
+func (s *Log) rewriteLocked(live []Record) error {
+	seq := s.seq + 1
+	dir := path.Join(s.dir, logDirName(seq))
+	if err := s.fs.RemoveAll(dir); err != nil {
+		return fmt.Errorf("kvlog: clear %s: %w", dir, err)
+	}
+	nl, err := storage.Open(s.fs, dir, s.scfg)
+	if err != nil {
+		return fmt.Errorf("kvlog: create compacted log: %w", err)
+	}
+	fail := func(err error) error {
+		_ = nl.Close()
+		_ = s.fs.RemoveAll(dir)
+		return fmt.Errorf("kvlog: write compacted log: %w", err)
+	}
+	var off int64
+	ts := s.now()
+	for len(live) > 0 {
+		n := min(len(live), 1000)
+		buf := encodeBatch(nil, live[:n], ts)
+		setBaseOffset(buf, off)
+		if err := nl.Append(buf, nil); err != nil {
+			return fail(err)
+		}
+		off += int64(n)
+		live = live[n:]
+	}
+	if err := nl.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := s.writeCurrent(seq); err != nil {
+		if rerr := s.writeCurrent(s.seq); rerr != nil {
+			_ = nl.Close()
+			s.broken = fmt.Errorf("kvlog: internal log unusable after a failed compaction switch: %w", rerr)
+			return fmt.Errorf("kvlog: write compacted log: %w (and restoring CURRENT: %w)", err, rerr)
+		}
+		return fail(err)
+	}
+	old := s.log
+	s.posBase += old.NextOffset()
+	s.log, s.seq = nl, seq
+	s.records.Store(off)
+	s.live.Store(off)
+	if err := old.Close(); err != nil {
+		s.warn("kvlog: closing the old internal log failed", "err", err)
+	}
+	if err := s.fs.RemoveAll(old.Dir()); err != nil {
+		s.warn("kvlog: removing the old internal log failed", "dir", old.Dir(), "err", err)
+	} else if err := s.fs.SyncDir(s.dir); err != nil {
+		s.warn("kvlog: syncing the log directory failed", "err", err)
+	}
+	if s.onCompact != nil {
+		s.onCompact()
+	}
+	return nil
+}
+
+// Generation is the number of the live log directory: 1, plus one per
+// compaction.
+func (s *Log) Generation() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.seq
+}
+
+// Records is the number of records in the live log.
+func (s *Log) Records() int64 { return s.records.Load() }
+
+// Close stops the writer and closes the log. It is idempotent.
+func (s *Log) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.acc != nil {
+		err = s.acc.Close()
+	}
+	if cerr := s.log.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("kvlog: close internal log: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,415 @@
+// Package txn is Sluice's transaction coordinator (KIP-98, KIP-447): it
+// maps transactional ids to producer ids and epochs, tracks each
+// transaction's partitions and staged group offsets, and ends
+// transactions by writing COMMIT or ABORT markers to every partition
+// through that partition's acceptor (via Config.WriteMarkers).
+//
+// Every state change is written to the coordinator's internal log
+// (package kvlog) and fsynced before it is acknowledged. Ending a
+// transaction goes through a durable decision:
+//
+//	Ongoing ──EndTxn──> Prepare{Commit,Abort}  (fsynced: the decision)
+//	        ──markers on every partition, fsynced──┐ at the same time
+//	        ──commit only: staged offsets written to the group, fsynced──┘
+//	        ──> Complete{Commit,Abort}          (written; fsynced with the next record)
+//
+// Recovery (Open) finishes every transaction found in a Prepare state
+// (markers and offsets are idempotent: a partition without the producer's
+// open transaction ignores its marker) and aborts Ongoing transactions
+// whose timeout has passed, bumping the epoch so that the old producer is
+// fenced. A background sweep does the same while running.
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/internal/acceptor"
+	"sluice/internal/kvlog"
+	"sluice/internal/vfs"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxTimeout    = 15 * time.Minute // transaction.max.timeout.ms
+	DefaultSweepInterval = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
+)
+
+// Config sets up a coordinator.
+type Config struct {
+	FS         vfs.FS
+	Dir        string
+	SyncPolicy acceptor.FsyncPolicy
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// MaxTimeout bounds transaction.timeout.ms (InitProducerId beyond it
+	// gets INVALID_TRANSACTION_TIMEOUT). Default 15 min.
+	MaxTimeout time.Duration
+	// SweepInterval is how often expired transactions are aborted and
+	// unfinished ones completed. Default 10 s; negative disables the sweep.
+	SweepInterval     time.Duration
+	CompactMinRecords int
+
+	// AllocPID returns a producer id never handed out before.
+	AllocPID func() (int64, error)
+	// WriteMarkers writes a COMMIT (commit) or ABORT marker for producer
+	// pid at epoch to every partition of parts and returns once all are
+	// durable. A partition without an open transaction of pid must ignore
+	// the marker; a partition that no longer exists is skipped.
+	WriteMarkers func(pid int64, epoch int16, commit bool, parts []TopicPartition) error
+	// CommitOffsets durably writes committed offsets for a group, except
+	// for partitions whose current offset was committed after notBeforeMs
+	// (milliseconds; a newer commit wins over a transaction's offsets
+	// written again by recovery).
+	CommitOffsets func(group string, offsets []Offset, notBeforeMs int64) error
+	// PartitionExists says whether a partition exists.
+	PartitionExists func(topic string, partition int32) bool
+	// CheckMember validates a TxnOffsetCommit's group membership (KIP-447):
+	// it returns 0 or a Kafka error code (UNKNOWN_MEMBER_ID,
+	// ILLEGAL_GENERATION, FENCED_INSTANCE_ID). nil accepts every member.
+	CheckMember func(group, memberID string, instanceID *string, generation int32) int16
+}
+
+// entry is one transactional id.
+type entry struct {
+	// op serializes the operations on one transactional id and is held
+	// across their log writes and marker writes. Taken before
+	// Coordinator.mu, never while holding it.
+	op sync.Mutex
+	t  *Txn // guarded by Coordinator.mu; nil until the first state is durable
+}
+
+// Coordinator is the transaction coordinator.
+//
+// Goroutines: Open starts the sweep goroutine (unless disabled) and the
+// internal log's acceptor; Close stops the sweep, waits for it, then
+// closes the log.
+type Coordinator struct {
+	cfg Config
+	log *kvlog.Log
+
+	// mu guards byID, byPID and every entry's t. It is held only for map
+	// and pointer work, never across I/O, so partition acceptors may take
+	// it (CheckProduce) while an operation waits for their markers.
+	mu     sync.Mutex
+	byID   map[string]*entry
+	byPID  map[int64]*entry
+	closed bool
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open replays the coordinator's log, finishes what recovery must finish
+// and starts the sweep.
+func Open(cfg Config) (*Coordinator, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = DefaultMaxTimeout
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	if cfg.AllocPID == nil || cfg.WriteMarkers == nil || cfg.CommitOffsets == nil {
+		return nil, errors.New("txn: Config.AllocPID, WriteMarkers and CommitOffsets are required")
+	}
+	l, err := kvlog.Open(kvlog.Config{FS: cfg.FS, Dir: cfg.Dir, SyncPolicy: cfg.SyncPolicy,
+		CompactMinRecords: cfg.CompactMinRecords, Now: cfg.Now, Logger: cfg.Logger.With("log", "transactions")})
+	if err != nil {
+		return nil, fmt.Errorf("txn: %w", err)
+	}
+	c := &Coordinator{cfg: cfg, log: l, byID: map[string]*entry{}, byPID: map[int64]*entry{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	err = l.Replay(func(_ int64, r kvlog.Record) error {
+		if r.Value == nil {
+			return nil // no tombstones are written; tolerate them
+		}
+		t, err := decodeTxn(r.Key, r.Value)
+		if err != nil {
+			return err
+		}
+		e := c.byID[t.ID]
+		if e == nil {
+			e = &entry{}
+			c.byID[t.ID] = e
+		}
+		c.publishLocked(e, t)
+		return nil
+	})
+	if err == nil {
+		err = l.Start(c.snapshot)
+	}
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("txn: recover state: %w", err)
+	}
+	c.recover()
+	if cfg.SweepInterval > 0 {
+		go c.sweepLoop()
+	} else {
+		close(c.done)
+	}
+	return c, nil
+}
+
+// publishLocked makes t the entry's state. c.mu must be held (or the
+// coordinator not yet shared).
+func (c *Coordinator) publishLocked(e *entry, t *Txn) {
+	if e.t != nil && e.t.PID != t.PID && c.byPID[e.t.PID] == e {
+		delete(c.byPID, e.t.PID)
+	}
+	e.t = t
+	c.byPID[t.PID] = e
+}
+
+func (c *Coordinator) snapshot() []kvlog.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.byID))
+	for id, e := range c.byID {
+		if e.t != nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	recs := make([]kvlog.Record, 0, len(ids))
+	for _, id := range ids {
+		recs = append(recs, kvlog.Record{Key: recordKey(id), Value: encodeTxn(c.byID[id].t)})
+	}
+	return recs
+}
+
+// persist makes t durable and then the entry's state. e.op must be held.
+func (c *Coordinator) persist(e *entry, t *Txn) error {
+	t.UpdateMs = c.cfg.Now().UnixMilli()
+	return c.log.Append([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
+		c.mu.Lock()
+		c.publishLocked(e, t)
+		c.mu.Unlock()
+	})
+}
+
+// write is persist without waiting for the fsync (see kvlog.Log.Write).
+func (c *Coordinator) write(e *entry, t *Txn) error {
+	t.UpdateMs = c.cfg.Now().UnixMilli()
+	return c.log.Write([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
+		c.mu.Lock()
+		c.publishLocked(e, t)
+		c.mu.Unlock()
+	})
+}
+
+// current returns the entry's published state (nil if none).
+func (c *Coordinator) current(e *entry) *Txn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return e.t
+}
+
+// entryFor returns the entry of id, creating an empty one when create.
+func (c *Coordinator) entryFor(id string, create bool) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	e := c.byID[id]
+	if e == nil && create {
+		e = &entry{}
+		c.byID[id] = e
+	}
+	return e
+}
+
+// Close stops the sweep and closes the log. It is idempotent.
+func (c *Coordinator) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.stop)
+		<-c.done
+		c.closeErr = c.log.Close()
+	})
+	return c.closeErr
+}
+
+func (c *Coordinator) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// recover finishes transactions left in a Prepare state and aborts
+// expired ongoing ones.
+func (c *Coordinator) recover() {
+	for _, e := range c.entries() {
+		c.sweepOne(e)
+	}
+}
+
+func (c *Coordinator) entries() []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	es := make([]*entry, 0, len(c.byID))
+	for _, e := range c.byID {
+		es = append(es, e)
+	}
+	return es
+}
+
+// sweepLoop runs the sweep every SweepInterval until Close.
+func (c *Coordinator) sweepLoop() {
+	defer close(c.done)
+	tk := time.NewTicker(c.cfg.SweepInterval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tk.C:
+			for _, e := range c.entries() {
+				if c.isClosed() {
+					return
+				}
+				c.sweepOne(e)
+			}
+		}
+	}
+}
+
+// Sweep runs one sweep now: it completes unfinished transactions and
+// aborts expired ones. The background sweep calls it; tests may too.
+func (c *Coordinator) Sweep() {
+	for _, e := range c.entries() {
+		c.sweepOne(e)
+	}
+}
+
+func (c *Coordinator) sweepOne(e *entry) {
+	e.op.Lock()
+	defer e.op.Unlock()
+	t := c.current(e)
+	if t == nil {
+		return
+	}
+	switch {
+	case t.State == PrepareCommit || t.State == PrepareAbort:
+		if err := c.finish(e, t); err != nil {
+			c.cfg.Logger.Warn("txn: completing a transaction failed; will retry", "transactional_id", t.ID, "err", err)
+		}
+	case t.State == Ongoing && c.cfg.Now().UnixMilli() >= t.StartMs+int64(t.TimeoutMs):
+		c.cfg.Logger.Info("txn: aborting a transaction past its timeout", "transactional_id", t.ID, "producer_id", t.PID, "epoch", t.Epoch)
+		epoch := t.Epoch
+		if epoch < math.MaxInt16-1 {
+			epoch++ // fence the producer that let it expire
+		}
+		if _, err := c.end(e, t, false, epoch); err != nil {
+			c.cfg.Logger.Warn("txn: aborting an expired transaction failed; will retry", "transactional_id", t.ID, "err", err)
+		}
+	}
+}
+
+// end decides transaction t (Ongoing) with the given epoch for the
+// markers: it persists the Prepare state, then finishes. e.op must be
+// held. The returned state is the final one.
+func (c *Coordinator) end(e *entry, t *Txn, commit bool, epoch int16) (*Txn, error) {
+	p := t.clone()
+	p.State, p.Epoch = PrepareAbort, epoch
+	if commit {
+		p.State = PrepareCommit
+	} else {
+		p.Offsets = nil // staged offsets are dropped with the abort
+	}
+	if epoch != t.Epoch {
+		p.PrevPID, p.PrevEpoch = t.PID, t.Epoch
+	}
+	if err := c.persist(e, p); err != nil {
+		return nil, err
+	}
+	if err := c.finish(e, p); err != nil {
+		return nil, err
+	}
+	return c.current(e), nil
+}
+
+// finish writes the markers and (commit) the staged offsets of a
+// transaction in a Prepare state, then persists its Complete state.
+// Each step is idempotent, so finish may run again after a crash or a
+// failure. e.op must be held.
+func (c *Coordinator) finish(e *entry, p *Txn) error {
+	commit := p.State == PrepareCommit
+	// The markers and (commit) the staged offsets go to different logs
+	// and both only follow the durable decision, so they are written at
+	// the same time: their fsyncs overlap. Until both are done the
+	// transaction stays in its Prepare state (RequireStable fetches of
+	// its offsets wait; a crash finishes it again).
+	offsetsDone := make(chan error, 1)
+	if commit && len(p.Offsets) > 0 {
+		go func() { offsetsDone <- c.commitOffsets(p) }() // joined below, before finish returns
+	} else {
+		offsetsDone <- nil
+	}
+	var merr error
+	if len(p.Partitions) > 0 {
+		if err := c.cfg.WriteMarkers(p.PID, p.Epoch, commit, p.Partitions); err != nil {
+			merr = fmt.Errorf("txn: write markers of %q: %w", p.ID, err)
+		}
+	}
+	if err := errors.Join(merr, <-offsetsDone); err != nil {
+		return err
+	}
+	d := p.clone()
+	d.State = CompleteAbort
+	if commit {
+		d.State = CompleteCommit
+	}
+	d.Partitions, d.Offsets, d.StartMs = nil, nil, -1
+	// The Complete state need not be durable before EndTxn answers: the
+	// decision, markers and offsets already are, and if a crash loses it
+	// recovery finds the Prepare state and finishes again (markers are
+	// skipped where written, offsets are not written over newer commits).
+	// The next durable record of the log makes it durable too.
+	return c.write(e, d)
+}
+
+// commitOffsets writes the staged offsets of p (PrepareCommit) to their
+// groups.
+func (c *Coordinator) commitOffsets(p *Txn) error {
+	groups := make([]string, 0, len(p.Offsets))
+	for g := range p.Offsets {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		if len(p.Offsets[g]) == 0 {
+			continue
+		}
+		if err := c.cfg.CommitOffsets(g, p.Offsets[g], p.UpdateMs); err != nil {
+			return fmt.Errorf("txn: commit offsets of %q for group %s: %w", p.ID, g, err)
+		}
+	}
+	return nil
+}
+
+// storageCode maps a failed log write to the code clients retry on.
+func storageCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}

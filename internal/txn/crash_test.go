@@ -1,0 +1,274 @@
+package txn
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"sluice/internal/vfs"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sink stands in for the partitions and the group coordinator: it keeps
+// every marker and offset commit that was reported durable, across the
+// coordinator's crashes (they live in other logs).
+type sink struct {
+	mu      sync.Mutex // guards the fields below
+	markers []markerCall
+	offsets map[string]map[TopicPartition]int64
+	nextPID int64
+}
+
+type markerCall struct {
+	pid    int64
+	epoch  int16
+	commit bool
+	parts  []TopicPartition
+}
+
+func newSink() *sink { return &sink{offsets: map[string]map[TopicPartition]int64{}, nextPID: 1000} }
+
+func (s *sink) config(fs vfs.FS, now func() time.Time) Config {
+	return Config{
+		FS: fs, Dir: "data/transactions", Now: now, SweepInterval: -1,
+		AllocPID: func() (int64, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.nextPID++
+			return s.nextPID, nil
+		},
+		WriteMarkers: func(pid int64, epoch int16, commit bool, parts []TopicPartition) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.markers = append(s.markers, markerCall{pid, epoch, commit, append([]TopicPartition(nil), parts...)})
+			return nil
+		},
+		CommitOffsets: func(group string, offs []Offset, _ int64) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.offsets[group] == nil {
+				s.offsets[group] = map[TopicPartition]int64{}
+			}
+			for _, o := range offs {
+				s.offsets[group][TopicPartition{o.Topic, o.Partition}] = o.Offset
+			}
+			return nil
+		},
+	}
+}
+
+// decisions returns the markers' decisions per producer id and epoch.
+func (s *sink) decisions(pid int64) map[bool]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[bool]int{}
+	for _, c := range s.markers {
+		if c.pid == pid {
+			m[c.commit]++
+		}
+	}
+	return m
+}
+
+// acks is what the workload saw acknowledged.
+type acks struct {
+	pid              int64
+	epoch            int16 // the last epoch InitProducerID returned
+	committed        bool  // EndTxn(commit) of the first transaction answered 0
+	aborted          bool  // EndTxn(abort) of the second transaction answered 0
+	reinit           bool  // the final InitProducerID answered 0
+	bPID             int64
+	bAdded           bool
+	offsetsCommitted bool
+}
+
+var tpA0, tpA1, tpB = TopicPartition{"t", 0}, TopicPartition{"t", 1}, TopicPartition{"u", 0}
+
+// workload runs transactions on ids "a" and "b", stopping at the first
+// failure, and records what was acknowledged.
+func workload(c *Coordinator) acks {
+	var a acks
+	pid, epoch, code := c.InitProducerID("a", 60000, -1, -1)
+	if code != 0 {
+		return a
+	}
+	a.pid, a.epoch = pid, epoch
+	if codes := c.AddPartitions("a", pid, epoch, []TopicPartition{tpA0, tpA1}); codes[0] != 0 {
+		return a
+	}
+	if c.AddOffsets("a", pid, epoch, "g") != 0 {
+		return a
+	}
+	if codes := c.CommitOffsets("a", "g", pid, epoch, -1, "", nil, []Offset{{Topic: "t", Partition: 0, Offset: 5}}); codes[0] != 0 {
+		return a
+	}
+	if c.EndTxn("a", pid, epoch, true) != 0 {
+		return a
+	}
+	a.committed = true
+	if codes := c.AddPartitions("a", pid, epoch, []TopicPartition{tpA1}); codes[0] != 0 {
+		return a
+	}
+	if c.EndTxn("a", pid, epoch, false) != 0 {
+		return a
+	}
+	a.aborted = true
+	bpid, bepoch, code := c.InitProducerID("b", 60000, -1, -1)
+	if code != 0 {
+		return a
+	}
+	a.bPID = bpid
+	if codes := c.AddPartitions("b", bpid, bepoch, []TopicPartition{tpB}); codes[0] != 0 {
+		return a
+	}
+	a.bAdded = true
+	if _, ep, code := c.InitProducerID("a", 60000, pid, epoch); code == 0 {
+		a.reinit, a.epoch = true, ep
+	}
+	return a
+}
+
+// TestCrashAtEveryBoundary runs the workload once to count the
+// filesystem's mutating operations, then again failing every operation
+// from the n-th on (the machine stops there) for every n, crashes
+// (dropping or tearing unsynced bytes), reopens the coordinator on what
+// survives and checks: every acknowledged state change is there, no
+// transaction is left in a Prepare state, a decided commit has its
+// markers and offsets, and no transaction got both decisions.
+func TestCrashAtEveryBoundary(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	now := func() time.Time { return clock }
+	fs := vfs.NewMem()
+	s := newSink()
+	c, err := Open(s.config(fs, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := workload(c)
+	if !full.reinit || !full.bAdded {
+		t.Fatalf("clean run did not finish: %+v", full)
+	}
+	c.Close()
+	total := fs.Seq()
+	rng := rand.New(rand.NewPCG(7, 9))
+	for n := int64(1); n <= total+1; n++ {
+		for _, tear := range []bool{false, true} {
+			t.Run(fmt.Sprintf("op%d-tear%v", n, tear), func(t *testing.T) {
+				fs := vfs.NewMem()
+				fs.Inject(vfs.FailFromSeq(n, syscall.EIO))
+				s := newSink()
+				var got acks
+				if c, err := Open(s.config(fs, now)); err == nil {
+					got = workload(c)
+					c.Close()
+				}
+				crashed := fs.CrashClone(vfs.CrashOptions{Tear: tear, Rand: rng})
+				r, err := Open(s.config(crashed, now))
+				if err != nil {
+					t.Fatalf("reopen after crash: %v", err)
+				}
+				defer r.Close()
+				checkRecovered(t, r, s, got)
+			})
+		}
+	}
+}
+
+func checkRecovered(t *testing.T, r *Coordinator, s *sink, got acks) {
+	t.Helper()
+	for _, tx := range r.List(nil, nil) {
+		if tx.State == PrepareCommit || tx.State == PrepareAbort {
+			t.Fatalf("%s left in %s after recovery", tx.ID, tx.State)
+		}
+	}
+	st := r.Describe([]string{"a", "b"})
+	a, b := st[0], st[1]
+	if got.pid != 0 {
+		if a == nil || a.PID != got.pid || a.Epoch < got.epoch {
+			t.Fatalf("acknowledged producer a=%d epoch %d, recovered %+v", got.pid, got.epoch, a)
+		}
+	}
+	if got.reinit && a.Epoch != got.epoch {
+		t.Fatalf("acknowledged re-init at epoch %d, recovered epoch %d", got.epoch, a.Epoch)
+	}
+	d := s.decisions(got.pid)
+	if got.committed {
+		if d[true] == 0 {
+			t.Fatalf("acknowledged commit has no COMMIT markers: %+v", s.markers)
+		}
+		if s.offsets["g"][tpA0] != 5 {
+			t.Fatalf("acknowledged commit's offsets missing: %v", s.offsets)
+		}
+	}
+	if !got.committed && d[true] > 0 && s.offsets["g"][tpA0] != 5 {
+		t.Fatalf("COMMIT markers written but the offsets were not: %v", s.offsets)
+	}
+	if !got.committed && d[true] == 0 && len(s.offsets["g"]) > 0 {
+		t.Fatalf("offsets applied without a commit: %v", s.offsets)
+	}
+	// Each transaction gets one decision: the first commits (if decided),
+	// the second aborts; a commit marker set never includes the second
+	// transaction's partitions only.
+	for _, m := range s.markers {
+		if m.pid == got.pid && m.commit && len(m.parts) != 2 {
+			t.Fatalf("commit markers of the wrong partitions: %+v", m)
+		}
+	}
+	if d[true] > 0 && a.State == Ongoing && a.has(tpA0) {
+		t.Fatalf("COMMIT markers written but the transaction is still open: %+v", a)
+	}
+	if got.aborted && a.State == Ongoing {
+		t.Fatalf("acknowledged abort, recovered %s", a.State)
+	}
+	if got.bAdded {
+		if b == nil || b.PID != got.bPID || b.State != Ongoing || !b.has(tpB) {
+			t.Fatalf("acknowledged AddPartitions of b, recovered %+v", b)
+		}
+	}
+}
+
+// TestRecoveryAbortsExpired: an ongoing transaction past its timeout is
+// aborted at open with a bumped epoch, so its producer is fenced.
+func TestRecoveryAbortsExpired(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	fs := vfs.NewMem()
+	s := newSink()
+	c, err := Open(s.config(fs, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, _ := c.InitProducerID("x", 1000, -1, -1)
+	if codes := c.AddPartitions("x", pid, epoch, []TopicPartition{tpA0}); codes[0] != 0 {
+		t.Fatal(codes)
+	}
+	c.Close()
+	mu.Lock()
+	clock = clock.Add(2 * time.Second)
+	mu.Unlock()
+	r, err := Open(s.config(fs, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	x := r.Describe([]string{"x"})[0]
+	if x.State != CompleteAbort || x.Epoch != epoch+1 {
+		t.Fatalf("expired transaction recovered as %s epoch %d, want CompleteAbort epoch %d", x.State, x.Epoch, epoch+1)
+	}
+	if d := s.decisions(pid); d[false] != 1 || d[true] != 0 {
+		t.Fatalf("markers %+v, want one ABORT", s.markers)
+	}
+	if code := r.EndTxn("x", pid, epoch, true); code != codeFenced {
+		t.Fatalf("EndTxn of the fenced producer: code %d, want PRODUCER_FENCED", code)
+	}
+	if code := r.CheckProduce(pid, epoch, "t", 0); code != codeBadEpoch {
+		t.Fatalf("produce of the fenced producer: code %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+}

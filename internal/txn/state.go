@@ -1,0 +1,181 @@
+package txn
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// State is a transaction's state, as Kafka names it.
+type State int8
+
+const (
+	Empty State = iota
+	Ongoing
+	PrepareCommit
+	PrepareAbort
+	CompleteCommit
+	CompleteAbort
+)
+
+var stateNames = [...]string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"}
+
+func (s State) String() string {
+	if s < 0 || int(s) >= len(stateNames) {
+		return fmt.Sprintf("State(%d)", int8(s))
+	}
+	return stateNames[s]
+}
+
+// ParseState reads a state name (case-insensitive), as ListTransactions
+// filters name them.
+func ParseState(name string) (State, bool) {
+	for i, n := range stateNames {
+		if strings.EqualFold(n, name) {
+			return State(i), true
+		}
+	}
+	return 0, false
+}
+
+// MarshalText writes the state's name.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a state's name.
+func (s *State) UnmarshalText(b []byte) error {
+	v, ok := ParseState(string(b))
+	if !ok {
+		return fmt.Errorf("txn: unknown state %q", b)
+	}
+	*s = v
+	return nil
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string `json:"t"`
+	Partition int32  `json:"p"`
+}
+
+// Offset is one staged group offset of a transaction (TxnOffsetCommit).
+type Offset struct {
+	Topic       string `json:"t"`
+	Partition   int32  `json:"p"`
+	Offset      int64  `json:"o"`
+	LeaderEpoch int32  `json:"e"`
+	Metadata    string `json:"m,omitempty"`
+}
+
+// Txn is the state of one transactional id. A published Txn is never
+// modified: every change builds a new one (clone), persists it, and
+// replaces the old one.
+type Txn struct {
+	ID    string `json:"id"`
+	PID   int64  `json:"pid"`
+	Epoch int16  `json:"epoch"`
+	// PrevPID and PrevEpoch are the producer id and epoch before the last
+	// InitProducerId, so that a retried InitProducerId (KIP-360) that
+	// lost its answer gets the same answer again instead of a fence.
+	PrevPID   int64 `json:"prev_pid"`
+	PrevEpoch int16 `json:"prev_epoch"`
+	State     State `json:"state"`
+	TimeoutMs int32 `json:"timeout_ms"`
+	// Partitions added to the ongoing transaction, sorted.
+	Partitions []TopicPartition `json:"partitions,omitempty"`
+	// Offsets staged per group (AddOffsetsToTxn adds the group,
+	// TxnOffsetCommit its offsets), applied to the group when the
+	// transaction commits.
+	Offsets  map[string][]Offset `json:"offsets,omitempty"`
+	StartMs  int64               `json:"start_ms"` // when the ongoing transaction began (-1 when none)
+	UpdateMs int64               `json:"update_ms"`
+}
+
+func (t *Txn) clone() *Txn {
+	c := *t
+	c.Partitions = slices.Clone(t.Partitions)
+	if t.Offsets != nil {
+		c.Offsets = make(map[string][]Offset, len(t.Offsets))
+		for g, o := range t.Offsets {
+			c.Offsets[g] = slices.Clone(o)
+		}
+	}
+	return &c
+}
+
+// has reports whether tp was added to the transaction.
+func (t *Txn) has(tp TopicPartition) bool {
+	_, ok := slices.BinarySearchFunc(t.Partitions, tp, cmpTP)
+	return ok
+}
+
+// add adds tp to the transaction's partitions; it reports whether it was new.
+func (t *Txn) add(tp TopicPartition) bool {
+	i, ok := slices.BinarySearchFunc(t.Partitions, tp, cmpTP)
+	if ok {
+		return false
+	}
+	t.Partitions = slices.Insert(t.Partitions, i, tp)
+	return true
+}
+
+func cmpTP(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return int(a.Partition) - int(b.Partition)
+}
+
+// stage records an offset for group, replacing an earlier one for the
+// same partition.
+func (t *Txn) stage(group string, o Offset) {
+	if t.Offsets == nil {
+		t.Offsets = map[string][]Offset{}
+	}
+	offs := t.Offsets[group]
+	for i := range offs {
+		if offs[i].Topic == o.Topic && offs[i].Partition == o.Partition {
+			offs[i] = o
+			return
+		}
+	}
+	t.Offsets[group] = append(offs, o)
+}
+
+// Record format of the coordinator's log: the key is "txn\x00" followed
+// by the transactional id; the value is the Txn as JSON with a version
+// field. The latest record of a key is the id's state.
+const recordVersion = 1
+
+func recordKey(id string) []byte { return append([]byte("txn\x00"), id...) }
+
+type recordValue struct {
+	V int `json:"v"`
+	*Txn
+}
+
+func encodeTxn(t *Txn) []byte {
+	b, err := json.Marshal(recordValue{V: recordVersion, Txn: t})
+	if err != nil {
+		panic("txn: encoding a state record: " + err.Error()) // only plain types: cannot fail
+	}
+	return b
+}
+
+func decodeTxn(key, value []byte) (*Txn, error) {
+	id, ok := strings.CutPrefix(string(key), "txn\x00")
+	if !ok {
+		return nil, fmt.Errorf("txn: state record key %q has no txn prefix", key)
+	}
+	v := recordValue{Txn: new(Txn)}
+	if err := json.Unmarshal(value, &v); err != nil {
+		return nil, fmt.Errorf("txn: state record of %q: %w", id, err)
+	}
+	if v.V != recordVersion {
+		return nil, fmt.Errorf("txn: state record of %q has version %d; this Sluice reads %d", id, v.V, recordVersion)
+	}
+	if v.ID != id || v.State < Empty || v.State > CompleteAbort {
+		return nil, fmt.Errorf("txn: state record of %q is inconsistent (id %q, state %d)", id, v.ID, v.State)
+	}
+	return v.Txn, nil
+}
