@@ -41,7 +41,8 @@
 // again. Acceptors sharing Config.Syncs run at most cap(Syncs) fsyncs at
 // once.
 //
-// Once everything written is durable and the queue is empty, the run
+// Once everything written is durable and the queue is empty, after an
+// fsync of at most 64 KiB (small, latency-bound appends), the run
 // goroutine has the log write zeros ahead of its data
 // (storage.Log.Preallocate), so that the next fsyncs flush data only; a
 // partition that is not written never does.

@@ -25,6 +25,8 @@ type runState struct {
 	pending   []*waiter      // appends written by the next write: copied into buf, or about to be written as-is
 	unsynced  []*waiter      // written durable appends waiting for fsync (FsyncAlways)
 	sinceSync int            // appends written since the last fsync started
+	syncBytes int            // bytes written since the last fsync started
+	lastBytes int            // bytes the last fsync started covered (written since the one before)
 	prepared  bool           // Preallocate ran since the last write
 	failed    *failure       // set once; every later append fails with it
 
@@ -68,6 +70,13 @@ func (r *runState) init(a *Acceptor) {
 	}
 	r.stopTickers = func() { stopFlush(); stopRet() }
 }
+
+// preallocMaxSync: the log writes zeros ahead (storage.Log.Preallocate)
+// only after fsyncs covering at most this many bytes. Pre-zeroing saves
+// an fsync the file-size metadata it would commit, a fixed cost that
+// matters for small synchronous appends; after large writes the fsync is
+// mostly data and writing zeros first would only double the I/O.
+const preallocMaxSync = 64 << 10
 
 // bufPool holds coalescing buffers between uses, shared by every
 // acceptor: a partition holds one only while appends are being coalesced,
@@ -211,6 +220,9 @@ func (r *runState) idle() bool {
 	}
 	if !r.prepared {
 		r.prepared = true
+		if r.lastBytes > preallocMaxSync {
+			return false // large writes: the fsync is mostly data, zeros would double the I/O
+		}
 		// A failure to write the zeros (a full disk) leaves the log
 		// healthy; appends then grow the file as they would anyway.
 		if err := r.a.log.Preallocate(); errors.Is(err, storage.ErrFailed) {
@@ -363,6 +375,7 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 	}
 	r.written = pending[len(pending)-1].end
 	r.sinceSync += len(pending)
+	r.syncBytes += len(b)
 	r.prepared = false
 	always := r.cfg.Policy == FsyncAlways
 	if !always {
@@ -386,6 +399,7 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 func (r *runState) startSync() {
 	r.syncing = true
 	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
+	r.lastBytes, r.syncBytes = r.syncBytes, 0
 	r.syncStart = time.Now()
 	r.syncReq <- struct{}{}
 }
@@ -396,6 +410,7 @@ func (r *runState) startSync() {
 func (r *runState) syncInline() {
 	r.syncing = true
 	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
+	r.lastBytes, r.syncBytes = r.syncBytes, 0
 	r.syncStart = time.Now()
 	err := r.a.syncLog()
 	r.finishSync(err)
