@@ -16,10 +16,10 @@ import (
 )
 
 // produceValues writes values v0..v(n-1) (starting at from) spread over
-// the topic's partitions with a franz-go client, acks=all.
-func produceValues(t *testing.T, addr, topic string, from, n int) {
+// the topic's partitions with a franz-go client, acks=all, and opts.
+func produceValues(t *testing.T, addr, topic string, from, n int, opts ...kgo.Opt) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
