@@ -71,19 +71,15 @@ func handleCreateTopics(r *request) (kmsg.Response, error) {
 		if st.NumPartitions == -1 {
 			st.NumPartitions = r.b.cfg.defaultPartitions
 		}
-		conf, _ := parseTopicConfig(configs)
+		conf, _ := parseTopicConfigWith(configs, r.b.dynamic())
 		if t != nil {
 			st.TopicID = t.id
 			conf = t.conf
 		}
 		for _, name := range conf.names() {
-			v, explicit, _ := conf.value(name)
+			v, src, _ := conf.resolve(name)
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
-			c.Name, c.Value = name, &v
-			c.Source = 5 // DEFAULT_CONFIG
-			if explicit {
-				c.Source = 1 // DYNAMIC_TOPIC_CONFIG
-			}
+			c.Name, c.Value, c.Source = name, &v, int8(src)
 			st.Configs = append(st.Configs, c)
 		}
 		resp.Topics = append(resp.Topics, st)

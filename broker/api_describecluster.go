@@ -1,6 +1,6 @@
 package broker
 
-// DescribeCluster v0-1.
+// DescribeCluster v0-2.
 //
 // Behaviour:
 //   - One broker (node 0, the advertised address), which is the
@@ -8,6 +8,7 @@ package broker
 //     cluster.json.
 //   - v1 EndpointType: only brokers (1) are described; a request for
 //     controllers gets UNSUPPORTED_ENDPOINT_TYPE.
+//   - v2 IncludeFencedBrokers: broker 0 is never fenced.
 //   - Authorized operations are not computed (-2147483648, "not asked").
 
 import (
@@ -15,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.DescribeCluster.Int16(), 0, 1, handleDescribeCluster) }
+func init() { register(kmsg.DescribeCluster.Int16(), 0, 2, handleDescribeCluster) }
 
 func handleDescribeCluster(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClusterRequest)

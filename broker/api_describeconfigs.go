@@ -3,16 +3,26 @@ package broker
 // DescribeConfigs v0-4.
 //
 // Behaviour:
-//   - Topic resources (type 2): every config Sluice applies, with its
-//     value in effect, source DYNAMIC_TOPIC_CONFIG when set at creation
-//     and DEFAULT_CONFIG otherwise (IsDefault for v0), and the configs
-//     accepted without effect that were set. ConfigNames filters; an
-//     unknown name is left out. An unknown topic gets
-//     UNKNOWN_TOPIC_OR_PARTITION.
-//   - Broker resources (type 4, name "" or "0"): the broker defaults
-//     that topics inherit, read-only, source STATIC_BROKER_CONFIG.
-//   - Other resource types get INVALID_REQUEST. Synonyms are not listed;
-//     documentation (v3+) is null; config types (v3+) are given.
+//   - Topic resources (type 2): every config Sluice applies, with the
+//     value in effect and its source as Kafka reports it:
+//     DYNAMIC_TOPIC_CONFIG when set on the topic, DYNAMIC_BROKER_CONFIG
+//     or DYNAMIC_DEFAULT_BROKER_CONFIG when inherited from a broker
+//     config altered at run time, DEFAULT_CONFIG otherwise (IsDefault for
+//     v0); plus the accepted no-effect configs that were set. An unknown
+//     topic gets UNKNOWN_TOPIC_OR_PARTITION.
+//   - Broker resource "0" (type 4): the dynamic broker configs (topic
+//     defaults, log.cleaner.io.max.bytes.per.second) with their sources,
+//     and read-only configs tools look for (inter.broker.protocol.version,
+//     broker.id, log.dirs, listeners, num.partitions, ...), source
+//     STATIC_BROKER_CONFIG when a flag set them, DEFAULT_CONFIG otherwise.
+//     Broker resource "" (the cluster default) lists only the configs
+//     altered at that level, as Kafka does.
+//   - ConfigNames filters (an unknown name is left out). IncludeSynonyms
+//     (v1+) lists every level a value could come from, highest
+//     precedence first. IncludeDocumentation (v3+) gives a one-line
+//     description. Config types (v3+) are given.
+//   - Other resource types (broker loggers, client metrics) get
+//     INVALID_REQUEST.
 
 import (
 	"slices"
@@ -23,34 +33,13 @@ import (
 
 func init() { register(kmsg.DescribeConfigs.Int16(), 0, 4, handleDescribeConfigs) }
 
-// configTypes gives each config's type for v3+ (kmsg.ConfigType values).
-var configTypes = map[string]kmsg.ConfigType{
-	"cleanup.policy":    kmsg.ConfigTypeList,
-	"retention.ms":      kmsg.ConfigTypeLong,
-	"retention.bytes":   kmsg.ConfigTypeLong,
-	"segment.bytes":     kmsg.ConfigTypeInt,
-	"segment.ms":        kmsg.ConfigTypeLong,
-	"max.message.bytes": kmsg.ConfigTypeInt,
-}
-
-// brokerConfigNames maps topic configs to the broker configs that hold
-// their defaults.
-var brokerConfigNames = map[string]string{
-	"cleanup.policy":    "log.cleanup.policy",
-	"retention.ms":      "log.retention.ms",
-	"retention.bytes":   "log.retention.bytes",
-	"segment.bytes":     "log.segment.bytes",
-	"segment.ms":        "log.roll.ms",
-	"max.message.bytes": "message.max.bytes",
-}
-
 func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		wanted := func(name string) bool { return rr.ConfigNames == nil || slices.Contains(rr.ConfigNames, name) }
+		d := describer{req: req, wanted: rr.ConfigNames}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t := r.b.lookup(rr.ResourceName)
@@ -60,43 +49,17 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				sr.ErrorMessage = &msg
 				break
 			}
-			for _, name := range t.conf.names() {
-				if !wanted(name) {
-					continue
-				}
-				v, explicit, _ := t.conf.value(name)
-				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				c.Name, c.Value = name, &v
-				c.IsDefault = !explicit
-				c.Source = kmsg.ConfigSourceDefaultConfig
-				if explicit {
-					c.Source = kmsg.ConfigSourceDynamicTopicConfig
-				}
-				if ct, ok := configTypes[name]; ok {
-					c.ConfigType = ct
-				} else {
-					c.ConfigType = kmsg.ConfigTypeString
-				}
-				sr.Configs = append(sr.Configs, c)
-			}
+			sr.Configs = d.topic(&t.conf)
 		case kmsg.ConfigResourceTypeBroker:
-			if rr.ResourceName != "" && rr.ResourceName != "0" {
+			switch rr.ResourceName {
+			case "0":
+				sr.Configs = d.broker(r.b)
+			case "":
+				sr.Configs = d.clusterDefault(r.b.dynamic())
+			default:
 				sr.ErrorCode = kerr.InvalidRequest.Code
-				msg := "this broker's id is 0"
+				msg := "broker " + rr.ResourceName + " does not exist; this broker's id is 0"
 				sr.ErrorMessage = &msg
-				break
-			}
-			for _, topicName := range slices.Sorted(mapKeys(brokerConfigNames)) {
-				name := brokerConfigNames[topicName]
-				if !wanted(name) {
-					continue
-				}
-				v := topicConfigs[topicName].def
-				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				c.Name, c.Value, c.ReadOnly = name, &v, true
-				c.Source = kmsg.ConfigSourceStaticBrokerConfig
-				c.ConfigType = configTypes[topicName]
-				sr.Configs = append(sr.Configs, c)
 			}
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
@@ -106,4 +69,132 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
+}
+
+// describer builds the config entries of one resource.
+type describer struct {
+	req    *kmsg.DescribeConfigsRequest
+	wanted []string // nil: all
+}
+
+func (d *describer) want(name string) bool {
+	return d.wanted == nil || slices.Contains(d.wanted, name)
+}
+
+type synonym struct {
+	name, value string
+	src         kmsg.ConfigSource
+}
+
+// entry builds one config entry; syns are its synonyms, highest
+// precedence first, the first being where the value comes from.
+func (d *describer) entry(name, value string, typ kmsg.ConfigType, readOnly bool, doc string, syns []synonym) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	v := value
+	c.Name, c.Value, c.ReadOnly, c.ConfigType = name, &v, readOnly, typ
+	c.Source = kmsg.ConfigSourceDefaultConfig
+	if len(syns) > 0 {
+		c.Source = syns[0].src
+	}
+	c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig
+	if d.req.IncludeSynonyms {
+		for _, s := range syns {
+			sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			sv := s.value
+			sy.Name, sy.Value, sy.Source = s.name, &sv, s.src
+			c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
+		}
+	}
+	if d.req.IncludeDocumentation && doc != "" {
+		dd := doc
+		c.Documentation = &dd
+	}
+	return c
+}
+
+// brokerSynonyms lists where a broker config's value can come from.
+func brokerSynonyms(dyn *dynamicConfig, name, def string) []synonym {
+	var out []synonym
+	if v, ok := dyn.PerBroker[name]; ok {
+		out = append(out, synonym{name, v, kmsg.ConfigSourceDynamicBrokerConfig})
+	}
+	if v, ok := dyn.ClusterDefault[name]; ok {
+		out = append(out, synonym{name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig})
+	}
+	return append(out, synonym{name, def, kmsg.ConfigSourceDefaultConfig})
+}
+
+func (d *describer) topic(conf *topicConfig) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range conf.names() {
+		if !d.want(name) {
+			continue
+		}
+		v, _, _ := conf.resolve(name)
+		def, known := topicConfigs[name]
+		var syns []synonym
+		if ev, ok := conf.explicit[name]; ok {
+			syns = append(syns, synonym{name, ev, kmsg.ConfigSourceDynamicTopicConfig})
+		}
+		typ := kmsg.ConfigTypeString
+		if known {
+			syns = append(syns, brokerSynonyms(conf.dyn, def.broker, def.def)...)
+			typ = def.typ
+			if v == "" {
+				v = def.def
+			}
+		} else if len(syns) == 0 {
+			continue
+		}
+		if !known && name == "min.insync.replicas" {
+			typ = kmsg.ConfigTypeInt
+		}
+		out = append(out, d.entry(name, v, typ, false, def.doc, syns))
+	}
+	return out
+}
+
+func (d *describer) broker(b *Broker) []kmsg.DescribeConfigsResponseResourceConfig {
+	dyn := b.dynamic()
+	static := b.staticConfigs()
+	names := dynamicBrokerNames()
+	for n := range static {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range names {
+		if !d.want(name) {
+			continue
+		}
+		if def, _, ok := brokerDynamicDef(name); ok {
+			syns := brokerSynonyms(dyn, name, def.def)
+			out = append(out, d.entry(name, syns[0].value, def.typ, false, def.doc, syns))
+			continue
+		}
+		s := static[name]
+		src := kmsg.ConfigSourceDefaultConfig
+		if s.set {
+			src = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		out = append(out, d.entry(name, s.value, s.typ, true, "", []synonym{{name, s.value, src}}))
+	}
+	return out
+}
+
+func (d *describer) clusterDefault(dyn *dynamicConfig) []kmsg.DescribeConfigsResponseResourceConfig {
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range slices.Sorted(mapKeys(dyn.ClusterDefault)) {
+		if !d.want(name) {
+			continue
+		}
+		def, _, _ := brokerDynamicDef(name)
+		v := dyn.ClusterDefault[name]
+		out = append(out, d.entry(name, v, def.typ, false, def.doc, []synonym{
+			{name, v, kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+			{name, def.def, kmsg.ConfigSourceDefaultConfig},
+		}))
+	}
+	return out
 }

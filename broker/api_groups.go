@@ -5,7 +5,7 @@ package broker
 //
 //	FindCoordinator v0-4   JoinGroup v0-9       SyncGroup v0-5
 //	Heartbeat v0-4         LeaveGroup v0-5      OffsetCommit v0-8
-//	OffsetFetch v0-8       DescribeGroups v0-5  ListGroups v0-4
+//	OffsetFetch v0-8       DescribeGroups v0-5  ListGroups v0-5
 //	DeleteGroups v0-2      OffsetDelete v0
 //
 // Behaviour:
@@ -16,6 +16,8 @@ package broker
 //     internal log; commits to partitions that do not exist get
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //   - FindCoordinator for transactions gets COORDINATOR_NOT_AVAILABLE.
+//   - ListGroups v4+ filters by state (case-insensitive), v5+ by type
+//     (only "classic" groups exist).
 //   - Skipped: KIP-848 consumer groups (ConsumerGroupHeartbeat), topic ids
 //     in OffsetCommit/OffsetFetch (v9+/v10+), authorized operations.
 //   - See package internal/groups for the state machine and persistence.
@@ -52,7 +54,7 @@ func init() {
 	register(kmsg.DescribeGroups.Int16(), 0, 5, func(r *request) (kmsg.Response, error) {
 		return r.b.groups.DescribeGroups(r.ctx, r.kreq.(*kmsg.DescribeGroupsRequest)), nil
 	})
-	register(kmsg.ListGroups.Int16(), 0, 4, func(r *request) (kmsg.Response, error) {
+	register(kmsg.ListGroups.Int16(), 0, 5, func(r *request) (kmsg.Response, error) {
 		return r.b.groups.ListGroups(r.ctx, r.kreq.(*kmsg.ListGroupsRequest)), nil
 	})
 	register(kmsg.DeleteGroups.Int16(), 0, 2, func(r *request) (kmsg.Response, error) {

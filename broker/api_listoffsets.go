@@ -1,6 +1,6 @@
 package broker
 
-// ListOffsets v1-8.
+// ListOffsets v0-8.
 //
 // Behaviour:
 //   - Timestamp -2 (earliest) and -4 (earliest local, v8): the log start
@@ -15,6 +15,10 @@ package broker
 //     in an uncompressed batch the record itself is found by reading its
 //     record headers, in a compressed one the batch's first offset and
 //     max timestamp are returned.
+//   - v0 (old clients such as sarama configured for Kafka 0.10.0)
+//     answers in OldStyleOffsets with the one offset found (MaxNumOffsets
+//     of 0 gets none); a timestamp with no offset at or after it gets an
+//     empty list.
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION. The
 //     leader epoch is always 0; CurrentLeaderEpoch is not checked.
 
@@ -28,7 +32,7 @@ import (
 	"sluice/internal/storage"
 )
 
-func init() { register(kmsg.ListOffsets.Int16(), 1, 8, handleListOffsets) }
+func init() { register(kmsg.ListOffsets.Int16(), 0, 8, handleListOffsets) }
 
 func handleListOffsets(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
@@ -47,6 +51,9 @@ func handleListOffsets(r *request) (kmsg.Response, error) {
 					sp.ErrorCode = codeOf(err)
 				} else {
 					sp.Offset, sp.Timestamp, sp.LeaderEpoch = off, ts, 0
+					if req.Version == 0 && off >= 0 && rp.MaxNumOffsets > 0 {
+						sp.OldStyleOffsets = []int64{off}
+					}
 				}
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -72,6 +79,7 @@ func listOffset(p *partition, ts int64, committed bool) (offset, timestamp int64
 		if off < 0 || off >= hw {
 			return -1, -1, nil
 		}
+		off = max(off, p.log.StartOffset())
 		found, at, err := findRecord(p, off, hw, func(rts int64) bool { return rts == maxTs })
 		if err != nil {
 			return 0, 0, err
@@ -88,6 +96,7 @@ func listOffset(p *partition, ts int64, committed bool) (offset, timestamp int64
 	if err != nil {
 		return 0, 0, storageErr(err)
 	}
+	off = max(off, p.log.StartOffset()) // DeleteRecords may have cut into the batch found
 	if off >= hw {
 		return -1, -1, nil
 	}

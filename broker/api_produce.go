@@ -87,6 +87,9 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			if err == nil {
 				hs, n, err = validateBatches(rp.Records, t.conf.maxMessageBytes)
 			}
+			if err == nil && t.conf.compact {
+				err = requireKeys(rt.Topic, rp.Partition, rp.Records)
+			}
 			var pend acceptor.Pending
 			if err == nil {
 				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1)
@@ -136,6 +139,16 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
+	}
+	// Kafka's leader stamps its leader epoch on every batch it appends,
+	// whatever the producer sent (librdkafka sends 0, franz-go and Java
+	// -1); Sluice's is always 0 (Metadata says so). Consumers order
+	// commits by (epoch, offset): franz-go skipped commits of a -1 batch
+	// after a 0 one as going backwards. The field is outside the CRC.
+	for i, pos := 0, 0; i < len(hs); i++ {
+		batch.SetPartitionLeaderEpoch(records[pos:], 0)
+		hs[i].PartitionLeaderEpoch = 0
+		pos += hs[i].Size()
 	}
 	// validateBatches parsed these bytes once (CRC32C included); its
 	// headers travel with them to storage, which reads them no more.
@@ -251,6 +264,9 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	p := t.parts[partition]
 	records := append([]byte(nil), batch...) // the acceptor writes base offsets in place
 	hs, n, err := validateBatches(records, t.conf.maxMessageBytes)
+	if err == nil && t.conf.compact {
+		err = requireKeys(topic, partition, records)
+	}
 	if err != nil {
 		return -1, err
 	}

@@ -253,7 +253,7 @@ func TestTopicAdmin(t *testing.T) {
 		code    *kerr.Error
 		msg     string
 	}{
-		{"compaction is rejected clearly", "c1", 1, 1, map[string]string{"cleanup.policy": "compact"}, kerr.InvalidConfig, "compaction is not supported"},
+		{"unknown cleanup policy is rejected clearly", "c1", 1, 1, map[string]string{"cleanup.policy": "shred"}, kerr.InvalidConfig, "want delete, compact or compact,delete"},
 		{"unknown config", "c2", 1, 1, map[string]string{"flush.bytes": "1"}, kerr.InvalidConfig, "unknown topic config"},
 		{"bad retention", "c3", 1, 1, map[string]string{"retention.ms": "soon"}, kerr.InvalidConfig, "retention.ms"},
 		{"replication factor 3", "c4", 1, 3, nil, kerr.InvalidReplicationFactor, "one broker"},

@@ -107,13 +107,17 @@ func TestApiVersionsTooNew(t *testing.T) {
 		kmsg.Metadata.Int16():         {0, 12},
 		kmsg.Produce.Int16():          {3, 11},
 		kmsg.Fetch.Int16():            {4, 13},
-		kmsg.ListOffsets.Int16():      {1, 8},
+		kmsg.ListOffsets.Int16():      {0, 8},
 		kmsg.CreateTopics.Int16():     {0, 7},
 		kmsg.DeleteTopics.Int16():     {0, 6},
 		kmsg.CreatePartitions.Int16(): {0, 3},
 		kmsg.InitProducerID.Int16():   {0, 4},
 		kmsg.DescribeConfigs.Int16():  {0, 4},
-		kmsg.DescribeCluster.Int16():  {0, 1},
+		kmsg.DescribeCluster.Int16():  {0, 2},
+		kmsg.AlterConfigs.Int16():     {0, 2},
+		kmsg.DeleteRecords.Int16():    {0, 2},
+		kmsg.DescribeLogDirs.Int16():  {0, 4},
+		kmsg.JoinGroup.Int16():        {0, 9},
 	}
 	got := map[int16][2]int16{}
 	for _, k := range resp.ApiKeys {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/cleaner"
 	"sluice/internal/groups"
 	"sluice/internal/storage"
 	"sluice/internal/txn"
@@ -53,6 +54,9 @@ type Broker struct {
 	// held across their file I/O. Readers of topics take only mu.
 	adminMu sync.Mutex
 	cluster clusterMeta // guarded by adminMu
+	// dyn is the dynamic broker configuration; stored under adminMu,
+	// loaded by anyone (see dynamic).
+	dyn atomic.Pointer[dynamicConfig]
 
 	mu     sync.RWMutex      // guards topics, byID, conns, ln, addr and adv
 	topics map[string]*topic // by name; a topic value's fields never change (see topic)
@@ -66,6 +70,10 @@ type Broker struct {
 	// txnc is the transaction coordinator, opened by Start after groups
 	// (nil before); atomic because partition acceptors read it.
 	txnc atomic.Pointer[txn.Coordinator]
+
+	// cleaner compacts the logs of compacted topics; started by New,
+	// closed by Close before the partitions.
+	cleaner *cleaner.Cleaner
 
 	lock vfs.Unlocker // the data directory's lock, held from New to the end of Close
 
@@ -151,6 +159,7 @@ func New(opts ...Opt) (*Broker, error) {
 		lock.Unlock()
 		return nil, err
 	}
+	b.startCleaner()
 	b.checkDisk()
 	go b.monitorDisk()
 	if c.registerer != nil {
@@ -364,6 +373,9 @@ func (b *Broker) Close() error {
 			if err := g.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close group coordinator: %w", err))
 			}
+		}
+		if err := b.cleaner.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
 		errs = append(errs, b.closePartitions())
 		<-b.monitorDone

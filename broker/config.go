@@ -34,6 +34,7 @@ type cfg struct {
 	maxConns          int
 	logger            *slog.Logger
 	registerer        prometheus.Registerer
+	cleanerInterval   time.Duration
 	txnMaxTimeout     time.Duration
 	txnSweep          time.Duration
 	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
@@ -159,6 +160,11 @@ func MaxConnections(n int) Opt { return opt(func(c *cfg) { c.maxConns = n }) }
 
 // Logger sets the structured logger. Default: discard.
 func Logger(l *slog.Logger) Opt { return opt(func(c *cfg) { c.logger = l }) }
+
+// CleanerInterval sets how long the log cleaner waits between looks for
+// a compacted partition to clean when none qualified. Default 15s
+// (log.cleaner.backoff.ms).
+func CleanerInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.cleanerInterval = d }) }
 
 // Registerer registers the broker's Prometheus metrics (and those of its
 // acceptors and group coordinator). Default: none.

@@ -126,6 +126,11 @@ type fillRun struct {
 	parts  int32
 	nextTs int64
 	acked  map[int32][]int64
+	// between, when set, runs after each round of produces (the disk
+	// guard test waits there for the next free-space check, so that
+	// the check it asserts on runs between writes however busy the
+	// machine is).
+	between func()
 }
 
 const fillRecords = 5 // records per batch
@@ -163,6 +168,9 @@ func (f *fillRun) fill(c *rawConn, refusals int) []string {
 			default:
 				f.t.Fatalf("produce to %s/%d: %v %s", f.topic, p, kerr.ErrorForCode(code), msg)
 			}
+		}
+		if !done && f.between != nil {
+			f.between()
 		}
 		if done {
 			f.t.Logf("%s: %d rounds, acknowledged %d batches on partition 0 before the disk was full", f.topic, round, len(f.acked[0]))
@@ -330,6 +338,7 @@ func TestDiskGuard(t *testing.T) {
 	free := memFiller(t, mem, "/data/filler", 1<<20)
 	c := dialRaw(t, b.Addr())
 	f := &fillRun{t: t, topic: topic, parts: 2, acked: map[int32][]int64{}}
+	f.between = func() { <-b.diskChecked() }
 	msgs := f.fill(c, 2)
 	for _, m := range msgs {
 		if !strings.Contains(m, "disk full") || !strings.Contains(m, "low watermark") {

@@ -8,60 +8,88 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/internal/storage"
 )
 
-// topicConfig is a topic's configuration: the values set explicitly at
-// creation and the parsed values in effect.
+// topicConfig is a topic's configuration: the values set explicitly on
+// the topic, the broker's dynamic defaults it was resolved against, and
+// the parsed values in effect. A topicConfig is never changed once
+// built; AlterConfigs builds a new one.
 type topicConfig struct {
-	explicit        map[string]string
+	explicit map[string]string
+	dyn      *dynamicConfig // broker-level dynamic defaults in effect (never nil)
+
+	compact         bool // cleanup.policy holds compact
+	delete          bool // cleanup.policy holds delete
 	retentionMs     int64
 	retentionBytes  int64
 	segmentBytes    int64
 	segmentMs       int64
 	maxMessageBytes int32
+
+	deleteRetentionMs  int64
+	minCleanableRatio  float64
+	minCompactionLagMs int64
+	maxCompactionLagMs int64
 }
 
-// configDef describes one supported topic config.
+// configDef describes one topic config Sluice applies.
 type configDef struct {
-	def   string
-	check func(v string, c *topicConfig) error
+	broker string // the broker config holding the default topics inherit
+	def    string // the default when neither the topic nor the broker sets it
+	typ    kmsg.ConfigType
+	check  func(v string, c *topicConfig) error
+	doc    string
 }
 
 // Topic configs Sluice applies. Others are rejected with INVALID_CONFIG,
 // except the ones in ignoredConfigs.
 var topicConfigs = map[string]configDef{
-	"cleanup.policy": {"delete", func(v string, _ *topicConfig) error {
-		if v == "delete" {
-			return nil
-		}
-		if strings.Contains(v, "compact") {
-			return errCode(kerr.InvalidConfig, "cleanup.policy=%s: log compaction is not supported yet; use cleanup.policy=delete", v)
-		}
-		return errCode(kerr.InvalidConfig, "cleanup.policy=%q: the only supported policy is delete", v)
-	}},
-	"retention.ms": {strconv.FormatInt(storage.DefaultRetentionAge.Milliseconds(), 10), func(v string, c *topicConfig) (err error) {
-		c.retentionMs, err = parseInt(v, "retention.ms", -1, 1<<62)
+	"cleanup.policy": {"log.cleanup.policy", "delete", kmsg.ConfigTypeList, checkCleanupPolicy,
+		"delete: remove old segments by retention.ms/retention.bytes; compact: keep the latest record per key; compact,delete: both"},
+	"retention.ms": {"log.retention.ms", strconv.FormatInt(storage.DefaultRetentionAge.Milliseconds(), 10), kmsg.ConfigTypeLong, func(v string, c *topicConfig) (err error) {
+		c.retentionMs, err = parseInt(v, "retention.ms", -1, math.MaxInt64)
 		return err
-	}},
-	"retention.bytes": {"-1", func(v string, c *topicConfig) (err error) {
-		c.retentionBytes, err = parseInt(v, "retention.bytes", -1, 1<<62)
+	}, "how long a segment is kept after its newest record (-1: forever)"},
+	"retention.bytes": {"log.retention.bytes", "-1", kmsg.ConfigTypeLong, func(v string, c *topicConfig) (err error) {
+		c.retentionBytes, err = parseInt(v, "retention.bytes", -1, math.MaxInt64)
 		return err
-	}},
-	"segment.bytes": {strconv.Itoa(storage.DefaultSegmentBytes), func(v string, c *topicConfig) (err error) {
-		c.segmentBytes, err = parseInt(v, "segment.bytes", 1024, 1<<32-1)
+	}, "the most bytes a partition keeps (-1: no limit)"},
+	"segment.bytes": {"log.segment.bytes", strconv.Itoa(storage.DefaultSegmentBytes), kmsg.ConfigTypeInt, func(v string, c *topicConfig) (err error) {
+		c.segmentBytes, err = parseInt(v, "segment.bytes", 1024, math.MaxInt32)
 		return err
-	}},
-	"segment.ms": {strconv.FormatInt(storage.DefaultSegmentAge.Milliseconds(), 10), func(v string, c *topicConfig) (err error) {
-		c.segmentMs, err = parseInt(v, "segment.ms", 1, 1<<62)
+	}, "size at which a partition's active segment is rolled"},
+	"segment.ms": {"log.roll.ms", strconv.FormatInt(storage.DefaultSegmentAge.Milliseconds(), 10), kmsg.ConfigTypeLong, func(v string, c *topicConfig) (err error) {
+		c.segmentMs, err = parseInt(v, "segment.ms", 1, math.MaxInt64)
 		return err
-	}},
-	"max.message.bytes": {"1048588", func(v string, c *topicConfig) error {
-		n, err := parseInt(v, "max.message.bytes", 0, 1<<31-1)
+	}, "age at which a partition's active segment is rolled"},
+	"max.message.bytes": {"message.max.bytes", "1048588", kmsg.ConfigTypeInt, func(v string, c *topicConfig) error {
+		n, err := parseInt(v, "max.message.bytes", 0, math.MaxInt32)
 		c.maxMessageBytes = int32(n)
 		return err
-	}},
+	}, "the largest record batch a producer may send"},
+	"delete.retention.ms": {"log.cleaner.delete.retention.ms", "86400000", kmsg.ConfigTypeLong, func(v string, c *topicConfig) (err error) {
+		c.deleteRetentionMs, err = parseInt(v, "delete.retention.ms", 0, math.MaxInt64)
+		return err
+	}, "how long a tombstone is kept after compaction reached it"},
+	"min.cleanable.dirty.ratio": {"log.cleaner.min.cleanable.ratio", "0.5", kmsg.ConfigTypeDouble, func(v string, c *topicConfig) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
+			return errCode(kerr.InvalidConfig, "min.cleanable.dirty.ratio=%q: want a number from 0 to 1", v)
+		}
+		c.minCleanableRatio = f
+		return nil
+	}, "share of uncompacted bytes that makes a partition eligible for compaction"},
+	"min.compaction.lag.ms": {"log.cleaner.min.compaction.lag.ms", "0", kmsg.ConfigTypeLong, func(v string, c *topicConfig) (err error) {
+		c.minCompactionLagMs, err = parseInt(v, "min.compaction.lag.ms", 0, math.MaxInt64)
+		return err
+	}, "records younger than this are never compacted"},
+	"max.compaction.lag.ms": {"log.cleaner.max.compaction.lag.ms", strconv.FormatInt(math.MaxInt64, 10), kmsg.ConfigTypeLong, func(v string, c *topicConfig) (err error) {
+		c.maxCompactionLagMs, err = parseInt(v, "max.compaction.lag.ms", 1, math.MaxInt64)
+		return err
+	}, "records older than this are compacted whatever the dirty ratio"},
 }
 
 // ignoredConfigs are accepted (clients and tools send them) and stored,
@@ -73,6 +101,22 @@ var ignoredConfigs = map[string]bool{
 	"compression.type":               true, // batches are stored as produced
 }
 
+// checkCleanupPolicy accepts delete, compact, or both (a comma list).
+func checkCleanupPolicy(v string, c *topicConfig) error {
+	c.compact, c.delete = false, false
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case "delete":
+			c.delete = true
+		case "compact":
+			c.compact = true
+		default:
+			return errCode(kerr.InvalidConfig, "cleanup.policy=%q: want delete, compact or compact,delete", v)
+		}
+	}
+	return nil
+}
+
 func parseInt(v, name string, lo, hi int64) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n < lo || n > hi {
@@ -81,13 +125,24 @@ func parseInt(v, name string, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-// parseTopicConfig checks explicit configs and returns the configuration
-// in effect. Errors carry INVALID_CONFIG.
+// parseTopicConfig checks explicit configs against Kafka's defaults.
 func parseTopicConfig(explicit map[string]string) (topicConfig, error) {
-	c := topicConfig{explicit: map[string]string{}}
+	return parseTopicConfigWith(explicit, &dynamicConfig{})
+}
+
+// parseTopicConfigWith checks explicit configs and returns the
+// configuration in effect, taking defaults from the broker's dynamic
+// configuration dyn. Errors carry INVALID_CONFIG.
+func parseTopicConfigWith(explicit map[string]string, dyn *dynamicConfig) (topicConfig, error) {
+	c := topicConfig{explicit: map[string]string{}, dyn: dyn}
 	for name, d := range topicConfigs {
-		if err := d.check(d.def, &c); err != nil {
-			panic("broker: bad default for " + name)
+		v, _ := dyn.lookup(d.broker)
+		if v == "" {
+			v = d.def
+		}
+		if err := d.check(v, &c); err != nil {
+			// The dynamic value was checked when it was set.
+			panic("broker: bad default for " + name + ": " + err.Error())
 		}
 	}
 	for _, name := range slices.Sorted(mapKeys(explicit)) {
@@ -97,7 +152,7 @@ func parseTopicConfig(explicit map[string]string) (topicConfig, error) {
 				return c, err
 			}
 		} else if !ignoredConfigs[name] {
-			return c, errCode(kerr.InvalidConfig, "unknown topic config %q; supported: cleanup.policy, retention.ms, retention.bytes, segment.bytes, segment.ms, max.message.bytes", name)
+			return c, errCode(kerr.InvalidConfig, "unknown topic config %q; supported: %s", name, strings.Join(slices.Sorted(mapKeys(topicConfigs)), ", "))
 		}
 		c.explicit[name] = v
 	}
@@ -115,6 +170,7 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // storage returns the log configuration for the topic's partitions.
+// Retention by age and size applies only with cleanup.policy delete.
 func (c *topicConfig) storage() storage.Config {
 	sc := storage.Config{
 		SegmentBytes:   c.segmentBytes,
@@ -122,22 +178,35 @@ func (c *topicConfig) storage() storage.Config {
 		RetentionBytes: c.retentionBytes,
 		RetentionAge:   msDuration(c.retentionMs),
 	}
-	if c.retentionMs < 0 {
+	if c.retentionMs < 0 || !c.delete {
 		sc.RetentionAge = -1
+	}
+	if !c.delete {
+		sc.RetentionBytes = -1
 	}
 	return sc
 }
 
-// value returns a config's value in effect and whether it was set
-// explicitly; ok is false for an unknown name.
+// value returns a config's value in effect and whether it was set on the
+// topic; ok is false for an unknown name.
 func (c *topicConfig) value(name string) (v string, explicit, ok bool) {
+	v, src, ok := c.resolve(name)
+	return v, src == kmsg.ConfigSourceDynamicTopicConfig, ok
+}
+
+// resolve returns a config's value in effect and where it comes from.
+func (c *topicConfig) resolve(name string) (string, kmsg.ConfigSource, bool) {
 	if v, ok := c.explicit[name]; ok {
-		return v, true, true
+		return v, kmsg.ConfigSourceDynamicTopicConfig, true
 	}
-	if d, ok := topicConfigs[name]; ok {
-		return d.def, false, true
+	d, ok := topicConfigs[name]
+	if !ok {
+		return "", 0, false
 	}
-	return "", false, false
+	if v, src := c.dyn.lookup(d.broker); v != "" {
+		return v, src, true
+	}
+	return d.def, kmsg.ConfigSourceDefaultConfig, true
 }
 
 // names lists every config the topic reports, sorted.

@@ -23,6 +23,7 @@ import (
 // Data directory layout:
 //
 //	cluster.json                   cluster id and the reserved producer-id block
+//	broker.json                    dynamic broker configs (AlterConfigs on broker 0 or "")
 //	topics/<name>/topic.json       a topic's id, partition count and configs
 //	topics/<name>/<partition>/     a partition's segment files (package storage)
 //	groups/                        the group coordinator's internal log
@@ -113,6 +114,9 @@ func (b *Broker) load() error {
 			return fmt.Errorf("broker: create %s: %w", d, err)
 		}
 	}
+	if err := b.loadDynamic(); err != nil {
+		return err
+	}
 	if err := b.fs.RemoveAll(filepath.Join(b.cfg.dataDir, deletedDir)); err != nil {
 		return fmt.Errorf("broker: remove deleted topics: %w", err)
 	}
@@ -199,7 +203,7 @@ func (b *Broker) openTopic(name string, tm topicMeta, create bool) (*topic, erro
 		return nil, fmt.Errorf("broker: topic %s: bad id %q", name, tm.ID)
 	}
 	copy(t.id[:], id)
-	if t.conf, err = parseTopicConfig(tm.Configs); err != nil {
+	if t.conf, err = parseTopicConfigWith(tm.Configs, b.dynamic()); err != nil {
 		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
 	}
 	for i := int32(0); i < tm.Partitions; i++ {
@@ -395,7 +399,7 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 	if partitions < 1 || partitions > maxPartitions {
 		return nil, errCode(kerr.InvalidPartitions, "%d partitions; a topic has 1 to %d", partitions, maxPartitions)
 	}
-	if _, err := parseTopicConfig(configs); err != nil {
+	if _, err := parseTopicConfigWith(configs, b.dynamic()); err != nil {
 		return nil, err
 	}
 	b.adminMu.Lock()

@@ -35,7 +35,14 @@ func (b *Broker) openTxn(g *groups.Coordinator) (*txn.Coordinator, error) {
 			return g.CommitTxnOffsets(group, out, notBeforeMs)
 		},
 		PartitionExists: b.partitionExists,
-		CheckMember:     g.CheckMember,
+		EndOffset: func(topic string, idx int32) int64 {
+			if p := b.partition(topic, idx); p != nil {
+				return p.log.NextOffset()
+			}
+			return -1
+		},
+		CommittedSince: b.committedSince,
+		CheckMember:    g.CheckMember,
 	})
 }
 

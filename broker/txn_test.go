@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/internal/txn"
 	"sluice/internal/vfs"
 )
 
@@ -406,5 +407,61 @@ func TestProducerSnapshot(t *testing.T) {
 	produceTxn(t, cl, topic, true, "end")
 	if got, want := readUntil(t, tb, topic, true, "end"), []string{"c1", "c2", "p1", "open", "end"}; !equal(got, want) {
 		t.Fatalf("read_committed got %v, want %v", got, want)
+	}
+}
+
+// TestTxnCommittedSince: the transaction coordinator's recovery asks a
+// partition whether it holds a COMMIT marker of a producer at or past an
+// offset; ABORT markers and markers before the offset do not count, nor
+// does anything while the producer has a transaction open there.
+func TestTxnCommittedSince(t *testing.T) {
+	tb := startTest(t)
+	const topic = "txn-since"
+	cl := tb.client(kgo.TransactionalID("tx-since"), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	defer cl.Close()
+	produceTxn(t, cl, topic, true, "c1")
+	tc, err := tb.b.txnCoordinator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := tc.Describe([]string{"tx-since"})[0].PID
+	tp := txn.TopicPartition{Topic: topic, Partition: 0}
+	p := tb.b.partition(topic, 0)
+	ask := func(from int64) bool {
+		t.Helper()
+		found, err := tb.b.committedSince(pid, tp, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	end := p.log.NextOffset() // past c1 and its COMMIT marker
+	if !ask(0) || !ask(end-1) {
+		t.Fatalf("COMMIT marker at %d not found", end-1)
+	}
+	if ask(end) {
+		t.Fatalf("a COMMIT marker found at or past %d, the log's end", end)
+	}
+	if found, err := tb.b.committedSince(pid+1, tp, 0); err != nil || found {
+		t.Fatalf("another producer's marker counted: %v %v", found, err)
+	}
+	ctx := txnCtx(t)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("a1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if ask(0) {
+		t.Fatal("a marker counted while the producer's transaction is open on the partition")
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if ask(end) {
+		t.Fatal("an ABORT marker counted as a COMMIT")
+	}
+	if !ask(0) {
+		t.Fatal("the first transaction's COMMIT marker no longer found")
 	}
 }

@@ -97,6 +97,21 @@ func (x *txnIndex) abortedIn(from, to int64) []kmsg.FetchResponseTopicPartitionA
 	return out
 }
 
+// abortedBatch reports whether the transactional data batch h belongs
+// to an aborted transaction: one of its producer's aborted transactions
+// spans its offset (the log cleaner removes those records).
+func (x *txnIndex) abortedBatch(h *batch.Header) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	i := sort.Search(len(x.aborted), func(i int) bool { return x.aborted[i].last > h.BaseOffset })
+	for _, a := range x.aborted[i:] {
+		if a.pid == h.ProducerID && a.first <= h.BaseOffset {
+			return true
+		}
+	}
+	return false
+}
+
 // trim forgets aborted transactions whose marker is below start (removed
 // by retention).
 func (x *txnIndex) trim(start int64) {
@@ -159,6 +174,41 @@ func readMarker(l *storage.Log, h *batch.Header) (bool, error) {
 		return false, fmt.Errorf("broker: control batch at offset %d: %w", h.BaseOffset, err)
 	}
 	return m.Type == batch.ControlCommit, nil
+}
+
+// errMarkerFound stops a header scan that found what it looked for.
+var errMarkerFound = errors.New("found")
+
+// committedSince reports whether partition tp holds a COMMIT marker of
+// pid at an offset >= from (the transaction coordinator's recovery asks,
+// for transactions it finds open).
+func (b *Broker) committedSince(pid int64, tp txn.TopicPartition, from int64) (bool, error) {
+	p := b.partition(tp.Topic, tp.Partition)
+	if p == nil || p.txns.openFirst(pid) >= 0 {
+		// Gone, or pid's transaction is still open here: no marker of it
+		// was written (none of pid's batches is accepted after its
+		// transaction's first marker).
+		return false, nil
+	}
+	found := false
+	err := p.log.ScanHeaders(max(from, p.log.StartOffset()), func(h batch.Header) error {
+		if h.BaseOffset < from || h.ProducerID != pid || !h.Control() || !h.Transactional() {
+			return nil
+		}
+		commit, err := readMarker(p.log, &h)
+		if err != nil {
+			return err
+		}
+		if commit {
+			found = true
+			return errMarkerFound
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errMarkerFound) {
+		return false, fmt.Errorf("broker: look for COMMIT markers in %s/%d: %w", tp.Topic, tp.Partition, err)
+	}
+	return found, nil
 }
 
 // writeMarkers writes a COMMIT or ABORT marker for pid to each partition

@@ -8,8 +8,10 @@ package integration
 //
 // Each benchmark writes b.N records of 100 B to one partition in
 // transactions of 1, 10, 100 or 1000 records (Begin, pipelined Produce,
-// EndTransaction commit; client linger 0) and reports records/s and the
-// broker process's CPU time (utime+stime from /proc) per record.
+// EndTransaction commit; client linger 0), from 1, 16 or 64 concurrent
+// transactional producers (one client and transactional id each), and
+// reports records/s and the broker process's CPU time (utime+stime from
+// /proc) per record.
 
 import (
 	"bufio"
@@ -18,8 +20,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,12 +72,25 @@ func TestBenchBrokerChild(t *testing.T) {
 		fmt.Println("error unknown broker", kind)
 		os.Exit(1)
 	}
+	// SLUICE_BENCH_BROKER_CPUPROFILE names a file for the child's CPU
+	// profile (the whole life of the broker, warm-up included).
+	if name := os.Getenv(benchChildEnv + "_CPUPROFILE"); name != "" {
+		f, err := os.Create(name)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Println("listening", addr)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM)
 	<-ch
 	stop()
-	os.Exit(0)
 }
 
 // childBroker starts a broker of kind in a child process.
@@ -124,53 +141,112 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	return u.CPU
 }
 
+// benchTxnProducers are the numbers of concurrent transactional
+// producers each transaction size runs with.
+var benchTxnProducers = []int{1, 16, 64}
+
 func benchTxn(b *testing.B, size int) {
-	for _, kind := range []string{"sluice", "kfake-mem"} {
-		b.Run(kind, func(b *testing.B) {
-			addr, pid, stop := childBroker(b, kind)
-			defer stop()
-			// No linger: the client's 10 ms default would dominate
-			// small transactions on both brokers alike.
-			cl := benchClient(b, addr, kgo.TransactionalID(fmt.Sprintf("bench-%s-%d", kind, size)), kgo.ProducerLinger(0))
-			defer cl.Close()
-			value := randomValue(100)
-			ctx := context.Background()
-			run := func(n int) {
-				for n > 0 {
-					k := min(n, size)
-					if err := cl.BeginTransaction(); err != nil {
-						b.Fatal(err)
-					}
-					var wg sync.WaitGroup
-					var once sync.Once
-					wg.Add(k)
-					for i := 0; i < k; i++ {
-						cl.Produce(ctx, &kgo.Record{Value: value, Partition: 0}, func(_ *kgo.Record, err error) {
-							if err != nil {
-								once.Do(func() { b.Error(err) })
-							}
-							wg.Done()
-						})
-					}
-					wg.Wait()
-					if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-						b.Fatal(err)
-					}
-					n -= k
-				}
-			}
-			run(size) // warm up: producer id, coordinator, connections
-			cpu0 := procCPU(b, pid)
-			b.ResetTimer()
-			start := time.Now()
-			run(b.N)
-			el := time.Since(start)
-			b.StopTimer()
-			cpu := procCPU(b, pid) - cpu0
-			b.ReportMetric(float64(b.N)/el.Seconds(), "records/s")
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "broker-cpu-µs/record")
-		})
+	for _, np := range benchTxnProducers {
+		for _, kind := range []string{"sluice", "kfake-mem"} {
+			b.Run(fmt.Sprintf("producers=%d/%s", np, kind), func(b *testing.B) {
+				benchTxnRun(b, kind, size, np)
+			})
+		}
 	}
+}
+
+// benchTxnRun runs np transactional producers (each a client of its own
+// with a transactional id of its own) against a fresh broker of kind;
+// together they commit transactions of size records, back to back, until
+// at least b.N records are committed.
+func benchTxnRun(b *testing.B, kind string, size, np int) {
+	addr, pid, stop := childBroker(b, kind)
+	defer stop()
+	clients := make([]*kgo.Client, np)
+	for i := range clients {
+		// No linger: the client's 10 ms default would dominate small
+		// transactions on both brokers alike.
+		clients[i] = benchClient(b, addr, kgo.TransactionalID(fmt.Sprintf("bench-%s-%d-%d", kind, size, i)), kgo.ProducerLinger(0))
+		defer clients[i].Close()
+	}
+	value := randomValue(100)
+	ctx := context.Background()
+	txn := func(cl *kgo.Client) error {
+		if err := cl.BeginTransaction(); err != nil {
+			return err
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex // guards perr
+		var perr error
+		wg.Add(size)
+		for i := 0; i < size; i++ {
+			cl.Produce(ctx, &kgo.Record{Value: value, Partition: 0}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					perr = err
+					mu.Unlock()
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		if perr != nil {
+			return perr
+		}
+		return cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	// run commits txns transactions, spread over the producers.
+	run := func(txns int64) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, np)
+		for _, cl := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= txns {
+					if err := txn(cl); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	// Warm up: every producer gets its producer id, coordinator and
+	// connections, and commits one transaction.
+	var wg sync.WaitGroup
+	errs := make(chan error, np)
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := txn(cl); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	txns := (int64(b.N) + int64(size) - 1) / int64(size)
+	records := txns * int64(size)
+	cpu0 := procCPU(b, pid)
+	b.ResetTimer()
+	start := time.Now()
+	run(txns)
+	el := time.Since(start)
+	b.StopTimer()
+	cpu := procCPU(b, pid) - cpu0
+	b.ReportMetric(float64(records)/el.Seconds(), "records/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(records), "broker-cpu-µs/record")
 }
 
 func BenchmarkTxn1(b *testing.B)    { benchTxn(b, 1) }

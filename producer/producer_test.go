@@ -404,11 +404,12 @@ func TestContextCancel(t *testing.T) {
 	})
 
 	t.Run("lingerer", func(t *testing.T) {
-		// The lingering caller leaves; a goroutine finishes its linger and
-		// both inputs are written.
+		// The lingering caller leaves; its batch is not dropped: a flush
+		// writes both inputs. (The linger is long so that it cannot end
+		// before the cancel, however slow the machine.)
 		sink := newFakeSink(false)
 		agg := newHookAggregator(DefaultMaxBatchBytes)
-		p := mustNew(t, agg, WithSink(sink), Linger(5*time.Millisecond), AdaptiveLinger(false))
+		p := mustNew(t, agg, WithSink(sink), Linger(time.Hour), AdaptiveLinger(false))
 		ctx, cancel := context.WithCancel(context.Background())
 		a := produceAsync(ctx, p, "a")
 		waitFor(t, "first push", func() bool { return agg.pushes.Load() == 1 })
@@ -418,6 +419,9 @@ func TestContextCancel(t *testing.T) {
 		ra := get(t, a)
 		if !errors.Is(ra.err, context.Canceled) || !strings.Contains(ra.err.Error(), "may still be produced") {
 			t.Fatalf("canceled Produce = %v", ra.err)
+		}
+		if err := p.Flush(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 		checkOffset(t, sink, get(t, b))
 		log, _ := sink.snapshot()

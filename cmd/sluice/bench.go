@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sluice/internal/bench"
@@ -71,6 +72,9 @@ func newBenchProduceCmd() *cobra.Command {
   sluice bench produce -t bench --partitions 256 --rate 50000 --compression zstd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := runLength(cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			var opts []kgo.Opt
 			switch acks {
 			case "all", "-1":
@@ -117,8 +121,8 @@ func newBenchProduceCmd() *cobra.Command {
 	}
 	common.add(cmd)
 	f := cmd.Flags()
-	f.Int64VarP(&cfg.Records, "records", "n", 100000, "records to produce (0: run for --duration)")
-	f.DurationVar(&cfg.Duration, "duration", 0, "run length when --records is 0")
+	f.Int64VarP(&cfg.Records, "records", "n", 100000, "records to produce (0 or --duration: run for a time instead)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "run for this long instead of producing --records records")
 	f.IntVarP(&cfg.Size, "size", "s", 100, "value size in bytes (random, incompressible)")
 	f.IntVar(&cfg.Rate, "rate", 0, "records per second over all callers (0: unlimited)")
 	f.IntVarP(&cfg.Callers, "callers", "c", 1, "goroutines producing")
@@ -128,6 +132,23 @@ func newBenchProduceCmd() *cobra.Command {
 	f.StringVarP(&compression, "compression", "z", "none", "none, gzip, snappy, lz4 or zstd")
 	f.DurationVar(&linger, "linger", 0, "producer linger (Kafka's linger.ms)")
 	return cmd
+}
+
+// runLength settles how long bench produce runs: --duration alone
+// replaces the default record count, and a run cannot be bounded by both.
+func runLength(f *pflag.FlagSet, cfg *bench.ProduceConfig) error {
+	if f.Changed("duration") && !f.Changed("records") {
+		cfg.Records = 0
+	}
+	switch {
+	case cfg.Records > 0 && cfg.Duration > 0:
+		return usagef("bench produce: give --records or --duration, not both")
+	case cfg.Records < 0:
+		return usagef("bench produce: --records %d: want 0 or more", cfg.Records)
+	case cfg.Records == 0 && cfg.Duration <= 0:
+		return usagef("bench produce: --records 0 needs a --duration above 0")
+	}
+	return nil
 }
 
 func newBenchConsumeCmd() *cobra.Command {
@@ -151,7 +172,7 @@ func newBenchConsumeCmd() *cobra.Command {
 			cfg.Progress = cmd.ErrOrStderr()
 			res, err := bench.Consume(ctx, c.cl, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("bench consume: %w", err)
 			}
 			return common.report(cmd.OutOrStdout(), "consume", res)
 		},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"sluice/broker/brokertest"
 	"sluice/internal/bench"
@@ -39,11 +40,61 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatalf("consume: %+v", c)
 	}
 
+	// --duration alone runs for a time, not for the default 100000
+	// records (at 100 records/s those would take 1000 s).
+	if d := run("produce", "-t", "d", "--duration", "100ms", "--rate", "100"); d.Records <= 0 || d.Records >= 100000 {
+		t.Fatalf("produce --duration: %d records", d.Records)
+	}
+
 	cmd := newBenchCmd()
+	cmd.SetArgs([]string{"consume", "-b", b.Addr(), "-t", "nope"})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	if err := cmd.Execute(); err == nil || err.Error() != `bench consume: topic "nope" does not exist (bench produce -t nope fills it)` {
+		t.Fatalf("bench consume of a missing topic: %v", err)
+	}
+
+	cmd = newBenchCmd()
 	cmd.SetArgs([]string{"produce", "-b", b.Addr(), "--acks", "some"})
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--acks") {
 		t.Fatalf("bad --acks: %v", err)
+	}
+}
+
+// TestBenchRunLength checks how --records and --duration bound a run.
+func TestBenchRunLength(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		records  int64
+		duration time.Duration
+		err      string
+	}{
+		{nil, 100000, 0, ""},
+		{[]string{"--records", "5"}, 5, 0, ""},
+		{[]string{"--duration", "10s"}, 0, 10 * time.Second, ""},
+		{[]string{"--records", "0", "--duration", "1s"}, 0, time.Second, ""},
+		{[]string{"--records", "5", "--duration", "1s"}, 0, 0, "not both"},
+		{[]string{"--records", "0"}, 0, 0, "needs a --duration"},
+		{[]string{"--records", "-1"}, 0, 0, "want 0 or more"},
+	} {
+		cmd := newBenchProduceCmd()
+		if err := cmd.Flags().Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		var cfg bench.ProduceConfig
+		cfg.Records, _ = cmd.Flags().GetInt64("records")
+		cfg.Duration, _ = cmd.Flags().GetDuration("duration")
+		err := runLength(cmd.Flags(), &cfg)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want one saying %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || cfg.Records != c.records || cfg.Duration != c.duration {
+			t.Errorf("%q: records %d, duration %v, error %v; want %d, %v", c.args, cfg.Records, cfg.Duration, err, c.records, c.duration)
+		}
 	}
 }

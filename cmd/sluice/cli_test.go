@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sluice/broker"
 	"sluice/broker/brokertest"
 )
 
@@ -64,7 +66,9 @@ func TestTopicCommands(t *testing.T) {
 		t.Fatalf("create printed %q", r.stdout)
 	}
 	ok(t, "", "topic", "create", "after", "-p", "3", "--config", "segment.bytes=1048576", "-b", addr)
-	ok(t, "", "-b", addr, "topic", "create", "--partitions=1", "first", "second")
+	if r := ok(t, "", "-b", addr, "topic", "create", "--partitions=1", "first", "second"); r.stdout != "created first (1 partition)\ncreated second (1 partition)\n" {
+		t.Fatalf("create of one-partition topics printed %q", r.stdout)
+	}
 
 	r = ok(t, "", "topic", "list", "-b", addr)
 	want := "NAME    PARTITIONS  REPLICAS\nafter   3           1\nbefore  2           1\nfirst   1           1\nsecond  1           1\n"
@@ -342,6 +346,18 @@ func TestDeadBroker(t *testing.T) {
 	}
 }
 
+// TestProduceRefusedUntilTimeout checks that records a broker keeps
+// refusing with a retriable error fail after --timeout with a message
+// that says what may have happened.
+func TestProduceRefusedUntilTimeout(t *testing.T) {
+	addr := brokertest.Start(t, broker.DiskLowWatermark(math.MaxInt64)).Addr()
+	ok(t, "", "topic", "create", "full", "-b", addr)
+	r := fails(t, 1, "1 of 1 records failed: records have timed out", "x\n", "produce", "-t", "full", "-b", addr, "--timeout", "1s")
+	if !strings.Contains(r.stderr, "KAFKA_STORAGE_ERROR") {
+		t.Fatalf("stderr %q does not name the likely cause", r.stderr)
+	}
+}
+
 // TestUsage checks help and exit codes for command-line mistakes.
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"topic", "--help"}, {"topic", "create", "-h"}, {"help", "consume"}} {
@@ -351,10 +367,13 @@ func TestUsage(t *testing.T) {
 	}
 	fails(t, 2, `unknown command "topc" for "sluice"; did you mean topic?`, "", "topc")
 	fails(t, 2, `unknown command "lst" for "sluice topic"`, "", "topic", "lst")
-	fails(t, 2, "missing subcommand", "")
+	if r := fails(t, 2, "sluice: missing subcommand\n", ""); strings.Contains(r.stderr, "sluice: sluice") {
+		t.Errorf("root without a command: stderr %q names sluice twice", r.stderr)
+	}
+	fails(t, 2, "sluice: topic: missing subcommand\n", "", "topic")
 	fails(t, 2, "unknown flag: --bogus", "", "topic", "list", "--bogus")
 	fails(t, 2, `invalid argument "soon" for "--timeout"`, "", "topic", "list", "--timeout", "soon")
-	fails(t, 2, "want no arguments", "", "topic", "list", "extra")
+	fails(t, 2, `sluice: topic list: want no arguments, got 1 argument(s) ["extra"]`, "", "topic", "list", "extra")
 }
 
 // TestCompletion checks that each shell's completion script is generated.
@@ -379,4 +398,44 @@ func sortedLines(s string) string {
 	lines := strings.SplitAfter(s, "\n")
 	slices.Sort(lines)
 	return strings.Join(lines, "")
+}
+
+// TestConsumeCorruptBatch checks that a CRC error while consuming points
+// to sluice repair. The broker is restarted after a clean shutdown, so
+// it does not rescan the log and serves the damaged batch.
+func TestConsumeCorruptBatch(t *testing.T) {
+	dir := t.TempDir()
+	start := func() *broker.Broker {
+		b, err := broker.New(broker.DataDir(dir), broker.ListenAddr("127.0.0.1:0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := start()
+	ok(t, "", "topic", "create", "dmg", "-b", b.Addr())
+	ok(t, strings.Repeat("v", 64)+"\n", "produce", "-t", "dmg", "-b", b.Addr())
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "topics", "dmg", "0", "00000000000000000000.log")
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte(strings.Repeat("v", 64)))
+	if i < 0 {
+		t.Fatalf("value not found in %s", seg)
+	}
+	data[i+10] = 'x'
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b = start()
+	defer b.Close()
+	fails(t, 1, "sluice repair --data DIR --topic dmg --partition 0", "", "consume", "-t", "dmg", "-e", "-b", b.Addr())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,7 +27,7 @@ func applyConfig(fs *pflag.FlagSet) error {
 	if !fs.Changed("config") {
 		path = os.Getenv(envName("config"))
 	}
-	file := map[string]string{}
+	file := map[string]configValue{}
 	if path != "" {
 		var err error
 		if file, err = readConfigFile(path, fs); err != nil {
@@ -41,21 +42,25 @@ func applyConfig(fs *pflag.FlagSet) error {
 		env := envName(f.Name)
 		if v, ok := os.LookupEnv(env); ok {
 			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %s", env, v, want(f)))
+				errs = append(errs, fmt.Errorf("%s=%q: %s", env, v, want(f, err)))
 			}
 			return
 		}
 		if v, ok := file[f.Name]; ok {
-			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %s: %q: %s", path, f.Name, v, want(f)))
+			if err := f.Value.Set(v.value); err != nil {
+				errs = append(errs, fmt.Errorf("config file %s: line %d: %s: %q: %s", path, v.line, f.Name, v.value, want(f, err)))
 			}
 		}
 	})
 	return errors.Join(errs...)
 }
 
-// want says what a flag's value must look like.
-func want(f *pflag.Flag) string {
+// want says what a flag's value must look like, given the error its Set
+// returned.
+func want(f *pflag.Flag, err error) string {
+	if _, ok := f.Value.(*choiceValue); ok {
+		return err.Error()
+	}
 	switch f.Value.Type() {
 	case "bool":
 		return "want true or false"
@@ -67,8 +72,44 @@ func want(f *pflag.Flag) string {
 	return "not a valid value"
 }
 
+// choiceValue is a string flag that takes one of a few values; Set
+// refuses others, so a bad value is reported with its source (flag,
+// environment variable or config file line).
+type choiceValue struct {
+	p     *string
+	valid func(string) bool
+	want  string // "want always, interval or never"
+}
+
+// choiceVar defines a string flag that only takes the values valid accepts.
+func choiceVar(fs *pflag.FlagSet, p *string, name, value, want, usage string, valid func(string) bool) {
+	*p = value
+	fs.Var(&choiceValue{p: p, valid: valid, want: want}, name, usage)
+}
+
+// oneOf accepts exactly the given values.
+func oneOf(values ...string) func(string) bool {
+	return func(v string) bool { return slices.Contains(values, v) }
+}
+
+func (c *choiceValue) String() string { return *c.p }
+func (c *choiceValue) Type() string   { return "string" }
+func (c *choiceValue) Set(v string) error {
+	if !c.valid(v) {
+		return errors.New(c.want)
+	}
+	*c.p = v
+	return nil
+}
+
+// configValue is a config file value and the line it is on.
+type configValue struct {
+	value string
+	line  int
+}
+
 // readConfigFile reads a YAML mapping of flag names to scalar values.
-func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
+func readConfigFile(path string, fs *pflag.FlagSet) (map[string]configValue, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
@@ -77,7 +118,7 @@ func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
-	out := map[string]string{}
+	out := map[string]configValue{}
 	if len(doc.Content) == 0 {
 		return out, nil // empty file
 	}
@@ -97,7 +138,7 @@ func readConfigFile(path string, fs *pflag.FlagSet) (map[string]string, error) {
 		if _, dup := out[k.Value]; dup {
 			return nil, fmt.Errorf("config file %s: line %d: %s given twice", path, k.Line, k.Value)
 		}
-		out[k.Value] = v.Value
+		out[k.Value] = configValue{value: v.Value, line: v.Line}
 	}
 	return out, nil
 }

@@ -62,7 +62,10 @@ func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ yaml, want string }{
 		{"lisen: x\n", `line 1: unknown key "lisen" (known: advertise, auto-create, data, disk-low-watermark, fsync, http, http-admin, listen, log-format, log-level, log-requests, partition-metrics, partitions, transaction-max-timeout)`},
-		{"partitions: many\n", `partitions: "many": want an integer`},
+		{"partitions: many\n", `line 1: partitions: "many": want an integer`},
+		{"data: d\nfsync: sometimes\n", `line 2: fsync: "sometimes": want always, interval or never`},
+		{"log-level: loud\n", `line 1: log-level: "loud": want debug, info, warn or error`},
+		{"log-format: xml\n", `line 1: log-format: "xml": want text or json`},
 		{"auto-create: [true]\n", "auto-create: want a single value"},
 		{"- a\n", "want a mapping"},
 		{"data: a\ndata: b\n", "data given twice"},
@@ -88,6 +91,16 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 	if err := applyConfig(fs); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: error %v", err)
+	}
+
+	// A bad value from the environment or the command line names its source.
+	t.Setenv("SLUICE_FSYNC", "sometimes")
+	if err := applyConfig(newServeCmd().Flags()); err == nil || err.Error() != `SLUICE_FSYNC="sometimes": want always, interval or never` {
+		t.Errorf("bad SLUICE_FSYNC: error %v", err)
+	}
+	err := newServeCmd().Flags().Parse([]string{"--log-level", "loud"})
+	if err == nil || !strings.Contains(err.Error(), `"--log-level" flag: want debug, info, warn or error`) {
+		t.Errorf("bad --log-level: error %v", err)
 	}
 }
 

@@ -343,6 +343,9 @@ func (k *consumer) poll(ctx, pollCtx context.Context, cl *kgo.Client, tr *endTra
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
 				ferr = fmt.Errorf("consume %s/%d: %w", t, p, err)
+				if strings.Contains(err.Error(), "does not match calculated crc") {
+					ferr = fmt.Errorf("%w (the broker served a corrupt batch: its copy of the partition is damaged; on Sluice, stop the broker and run: sluice repair --data DIR --topic %s --partition %d)", ferr, t, p)
+				}
 			}
 		})
 		if ferr != nil {

@@ -44,8 +44,10 @@ func newRootCmd() *cobra.Command {
 		Long: `Sluice is a durable, Kafka-wire-compatible streaming log in one binary.
 
 "sluice serve" runs a broker. The client commands (topic, produce,
-consume, group) work against Sluice, Kafka or Redpanda: they take
--b/--brokers (env SLUICE_BROKERS, default 127.0.0.1:9092) and --timeout.`,
+consume, group, bench) work against Sluice, Kafka or Redpanda: they take
+-b/--brokers (env SLUICE_BROKERS, default 127.0.0.1:9092) and --timeout.
+"sluice mirror" copies between two clusters (--from, --to); "sluice
+repair" checks a stopped broker's data directory.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,
@@ -64,7 +66,7 @@ func runGroup(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		cmd.SetOut(cmd.ErrOrStderr())
 		cmd.Help()
-		return usageError{fmt.Errorf("%s: missing subcommand", cmd.CommandPath())}
+		return usageError{errors.New(strings.TrimPrefix(cmdName(cmd)+": missing subcommand", ": "))}
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
@@ -91,8 +93,14 @@ func rangeArgs(lo, hi int, what string) cobra.PositionalArgs {
 		if len(args) >= lo && (hi < 0 || len(args) <= hi) {
 			return nil
 		}
-		return usagef("%s: want %s, got %d argument(s) %q", cmd.CommandPath(), what, len(args), args)
+		return usagef("%s: want %s, got %d argument(s) %q", cmdName(cmd), what, len(args), args)
 	}
+}
+
+// cmdName is the command's path without the root's name ("topic list"),
+// as error messages name it after the "sluice: " that run prints.
+func cmdName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()), " ")
 }
 
 // run executes the command line args with the given streams and returns

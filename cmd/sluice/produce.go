@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -236,7 +237,13 @@ func (d *deliveries) summary(topic string, noAcks bool) (string, error) {
 		fmt.Fprintf(&b, "  partition %d: %d records at offsets %d-%d\n", p, s.n, s.first, s.last)
 	}
 	if d.firstErr != nil {
-		return b.String(), fmt.Errorf("%d of %d records failed: %w", d.failed, d.failed+d.ok, d.firstErr)
+		err := fmt.Errorf("%d of %d records failed: %w", d.failed, d.failed+d.ok, d.firstErr)
+		if errors.Is(d.firstErr, kgo.ErrRecordTimeout) {
+			// The client retries retriable errors until the delivery
+			// timeout and then reports only the timeout.
+			err = fmt.Errorf("%w (the broker did not accept them within --timeout: it refused them with a retriable error, such as KAFKA_STORAGE_ERROR when its disk is below the low watermark, or did not answer; its log says which)", err)
+		}
+		return b.String(), err
 	}
 	return b.String(), nil
 }

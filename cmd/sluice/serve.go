@@ -41,10 +41,12 @@ beats the default.`,
 	fs.StringVar(&o.data, "data", broker.DefaultDataDir, "data directory")
 	fs.StringVar(&o.listen, "listen", broker.DefaultListenAddr, "address to listen on")
 	fs.StringVar(&o.advertise, "advertise", "", "address clients are told to connect to (default the listen address)")
-	fs.StringVar(&o.fsync, "fsync", "always", "fsync policy: always (acks=all means fsynced), interval (every second), never (tests only)")
+	choiceVar(fs, &o.fsync, "fsync", "always", "want always, interval or never",
+		"fsync policy: always (acks=all means fsynced), interval (every second), never (tests only)", oneOf("always", "interval", "never"))
 	fs.BoolVar(&o.autoCreate, "auto-create", true, "create unknown topics on metadata requests")
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
-	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	choiceVar(fs, &o.logLevel, "log-level", "info", "want debug, info, warn or error", "debug, info, warn or error",
+		func(v string) bool { var l slog.Level; return l.UnmarshalText([]byte(v)) == nil })
 	fs.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", broker.DefaultTransactionMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
@@ -101,6 +103,9 @@ func serve(ctx context.Context, o serveOptions) error {
 		return usagef("serve: %w", err)
 	}
 	slog.SetDefault(logger) // code that logs through slog's default logger writes the same format
+	if o.http.logRequests && level > slog.LevelDebug {
+		logger.Warn("--log-requests logs each request at debug level: add --log-level debug to see them", "log-level", level.String())
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

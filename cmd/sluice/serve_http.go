@@ -28,7 +28,7 @@ func httpFlags(fs *pflag.FlagSet) *serveHTTP {
 	fs.StringVar(&h.addr, "http", console.DefaultAddr, "serve the web console, /metrics, /healthz and /readyz at http://ADDR/; off when empty")
 	fs.BoolVar(&h.admin, "http-admin", false, "let the console create and delete topics and reset group offsets")
 	fs.BoolVar(&h.partitionMetrics, "partition-metrics", true, "export per-partition metric series (off: per topic only)")
-	fs.StringVar(&h.logFormat, "log-format", "text", "text or json")
+	choiceVar(fs, &h.logFormat, "log-format", "text", "want text or json", "text or json", oneOf("text", "json"))
 	fs.BoolVar(&h.logRequests, "log-requests", false, "log every Kafka request at debug level (with --log-level debug)")
 	return h
 }

@@ -166,12 +166,14 @@ func TestServeRejectsBadConfig(t *testing.T) {
 	}{
 		{[]string{"SLUICE_PARTITIONS=many"}, "serve", `SLUICE_PARTITIONS="many": want an integer`},
 		{[]string{"SLUICE_AUTO_CREATE=maybe"}, "serve", `SLUICE_AUTO_CREATE="maybe": want true or false`},
-		{nil, "serve --fsync sometimes", `--fsync "sometimes"`},
+		{nil, "serve --fsync sometimes", `invalid argument "sometimes" for "--fsync" flag: want always, interval or never`},
+		{[]string{"SLUICE_FSYNC=sometimes"}, "serve", `SLUICE_FSYNC="sometimes": want always, interval or never`},
 		{nil, "launch", `unknown command "launch"`},
 		{nil, "serve --partitions 4294967297", `--partitions 4294967297: want 1 to`},
 		{nil, "serve --transaction-max-timeout 0s", `--transaction-max-timeout 0s: want a positive duration`},
 		{[]string{"SLUICE_CONFIG=/nonexistent/sluice.yaml"}, "serve", `config file: open /nonexistent/sluice.yaml`},
-		{nil, "serve --log-format yaml", `--log-format "yaml": want text or json`},
+		{nil, "serve --log-format yaml", `invalid argument "yaml" for "--log-format" flag: want text or json`},
+		{nil, "serve --log-level loud", `invalid argument "loud" for "--log-level" flag: want debug, info, warn or error`},
 		{[]string{"SLUICE_HTTP_ADMIN=sure"}, "serve", `SLUICE_HTTP_ADMIN="sure": want true or false`},
 	}
 	for _, c := range cases {
@@ -187,5 +189,16 @@ func TestServeRejectsBadConfig(t *testing.T) {
 		if !strings.Contains(string(out), c.want) {
 			t.Errorf("%v %s: output %q does not say %q", c.env, c.args, out, c.want)
 		}
+	}
+}
+
+// TestServeLogRequestsNeedsDebug checks that --log-requests without
+// --log-level debug says why no request lines appear.
+func TestServeLogRequestsNeedsDebug(t *testing.T) {
+	addr := freeAddr(t)
+	cmd, stderr := startServeArgs(t, addr, nil, "serve", "--data", t.TempDir(), "--listen", addr, "--log-requests")
+	stopServe(t, cmd, stderr)
+	if !strings.Contains(stderr.String(), "add --log-level debug to see them") {
+		t.Fatalf("no hint about --log-level debug:\n%s", stderr.String())
 	}
 }

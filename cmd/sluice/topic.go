@@ -233,7 +233,11 @@ func newTopicCreateCmd() *cobra.Command {
 				errs = append(errs, fmt.Errorf("topic create %s: %w", name, fromBroker(r.Err, r.ErrMessage)))
 				continue
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created %s (%d partitions)\n", name, r.NumPartitions)
+			unit := "partitions"
+			if r.NumPartitions == 1 {
+				unit = "partition"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created %s (%d %s)\n", name, r.NumPartitions, unit)
 		}
 		return errors.Join(errs...)
 	}

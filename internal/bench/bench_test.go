@@ -125,6 +125,31 @@ func TestProduceConsume(t *testing.T) {
 	}
 }
 
+// TestProduceDurationEnd checks that the end of a --duration run stops
+// issuing records without failing those in flight (they used to fail with
+// the run's expired context).
+func TestProduceDurationEnd(t *testing.T) {
+	b := brokertest.Start(t)
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := EnsureTopic(ctx, cl, "d", 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, sync := range []bool{false, true} {
+		res, err := Produce(ctx, cl, ProduceConfig{Topic: "d", Duration: 200 * time.Millisecond, Size: 100, Callers: 8, Sync: sync, Partitions: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Errors != 0 || res.Records == 0 {
+			t.Fatalf("sync=%v: %d records, %d errors (first: %s)", sync, res.Records, res.Errors, res.FirstErr)
+		}
+	}
+}
+
 func TestProduceConfigErrors(t *testing.T) {
 	for _, c := range []ProduceConfig{
 		{},

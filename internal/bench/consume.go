@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -42,7 +43,9 @@ func Consume(ctx context.Context, cl *kgo.Client, cfg ConsumeConfig) (Result, er
 	if err != nil {
 		return Result{}, err
 	}
-	if err := ends.Error(); err != nil {
+	if err := ends.Error(); errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return Result{}, fmt.Errorf("topic %q does not exist (bench produce -t %s fills it)", cfg.Topic, cfg.Topic)
+	} else if err != nil {
 		return Result{}, fmt.Errorf("topic %q: %w", cfg.Topic, err)
 	}
 	want := map[int32]int64{}

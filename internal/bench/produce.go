@@ -119,8 +119,9 @@ func EnsureTopic(ctx context.Context, cl *kgo.Client, topic string, partitions i
 }
 
 // Produce runs a produce load with client cl (whose options set acks,
-// compression and the rest) and returns the result. It stops early, with
-// what it has, when ctx is done.
+// compression and the rest) and returns the result. It stops issuing
+// records early when ctx is done, waits for those in flight, and returns
+// what it has.
 func Produce(ctx context.Context, cl *kgo.Client, cfg ProduceConfig) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
@@ -132,6 +133,11 @@ func Produce(ctx context.Context, cl *kgo.Client, cfg ProduceConfig) (Result, er
 	var c counters
 	var next atomic.Int64 // the next record number a caller claims
 	total := cfg.Records
+	// Records go out under a context the run's end does not cancel: the
+	// end of --duration (or ctx) stops issuing records, and those in
+	// flight complete (Flush waits for them) instead of failing with the
+	// context's error.
+	recCtx := context.WithoutCancel(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if total == 0 {
@@ -178,16 +184,16 @@ func Produce(ctx context.Context, cl *kgo.Client, cfg ProduceConfig) (Result, er
 				}
 				t0 := time.Now()
 				if cfg.Sync {
-					res := cl.ProduceSync(ctx, r)
+					res := cl.ProduceSync(recCtx, r)
 					done(t0, r, res.FirstErr())
 				} else {
-					cl.Produce(ctx, r, func(r *kgo.Record, err error) { done(t0, r, err) })
+					cl.Produce(recCtx, r, func(r *kgo.Record, err error) { done(t0, r, err) })
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
+	if err := cl.Flush(recCtx); err != nil {
 		c.fail(err)
 	}
 	res := finish(&c, start, cfg.BrokerPID, before)

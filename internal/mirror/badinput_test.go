@@ -30,6 +30,7 @@ func TestBadInput(t *testing.T) {
 		{"unreachable target", src.addrs, []string{closedAddr}, []string{"target " + closedAddr + " unreachable"}},
 		{"fewer target partitions", src.addrs, tgt.addrs, []string{"fewer partitions", "t2 has 1 partitions on the target, 2 on the source"}},
 		{"no source topic", src.addrs, tgt.addrs, nil},
+		{"same cluster", src.addrs, src.addrs, []string{"are the same cluster"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{From: tc.from, To: tc.to, Once: true, Timeout: time.Second, Logger: quietLogger()}

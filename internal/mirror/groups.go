@@ -190,11 +190,18 @@ func (m *mirror) syncGroups(ctx context.Context) error {
 			m.groups[g] = st
 			continue
 		}
-		if d, ok := tgtGroups[g]; ok && d.Err == nil && len(d.Members) > 0 {
+		if d, ok := tgtGroups[g]; ok && d.Err == nil && (len(d.Members) > 0 || d.ProtocolType != "") {
 			// Sticky: once a group has run on the target, its offsets
-			// there are its own, even after its members leave.
-			m.ownedByTarget[g] = fmt.Sprintf("has run on the target (%d members seen); it owns its offsets there", len(d.Members))
-			st.Skipped = m.ownedByTarget[g]
+			// there are its own, even after its members leave. A group
+			// keeps its protocol type ("consumer") after its last member
+			// left, so a later mirror run sees that it ran; offsets the
+			// mirror commits from outside the group leave it empty.
+			why := fmt.Sprintf("has run on the target (%d members seen); it owns its offsets there", len(d.Members))
+			if len(d.Members) == 0 {
+				why = fmt.Sprintf("has run on the target (protocol type %q, now empty); it owns its offsets there", d.ProtocolType)
+			}
+			m.ownedByTarget[g] = why
+			st.Skipped = why
 			m.groups[g] = st
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -133,5 +134,63 @@ func waitStats(t *testing.T, ctx context.Context, stats <-chan Stats, skip int, 
 		case <-ctx.Done():
 			t.Fatalf("waiting for mirror progress: %v; last progress: %+v", ctx.Err(), last)
 		}
+	}
+}
+
+// TestRerunLeavesRunGroupAlone checks that a new mirror run, which knows
+// nothing of earlier runs, does not overwrite the offsets of a group that
+// has run on the target and left it (consumers that switched over would
+// otherwise read records again).
+func TestRerunLeavesRunGroupAlone(t *testing.T) {
+	for _, d := range directions {
+		t.Run(d.name, func(t *testing.T) {
+			src, tgt := d.from(t), d.to(t)
+			const topic, group = "ledger", "app"
+			createTopic(t, src, topic, 1, nil)
+			pc := produceClient(t, src)
+			for i := range 10 {
+				produce(t, pc, testRecord(topic, 0, i))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			// The group commits offset 4 on the source, by hand.
+			if rs, err := admin(t, src).CommitOffsets(ctx, group, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: 4, LeaderEpoch: -1}}}); err != nil || rs.Error() != nil {
+				t.Fatalf("commit on the source: %v %v", err, rs.Error())
+			}
+			cfg := Config{From: src.addrs, To: tgt.addrs, Once: true}
+			rep := runMirror(t, ctx, cfg)
+			if got := rep.Groups[group].Offsets[topic][0]; got != 4 {
+				t.Fatalf("first run wrote %s/0 at %d (skipped: %q), want 4", topic, got, rep.Groups[group].Skipped)
+			}
+
+			// The group runs on the target to the end, commits, leaves.
+			cl := client(t, tgt, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+			for got := 0; got < 6; {
+				fs := cl.PollFetches(ctx)
+				if err := ctx.Err(); err != nil {
+					t.Fatalf("consuming on the target: %v after %d records", err, got)
+				}
+				for _, fe := range fs.Errors() {
+					t.Fatalf("consuming on the target: %v", fe.Err)
+				}
+				got += fs.NumRecords()
+				if err := cl.CommitRecords(ctx, fs.Records()...); err != nil {
+					t.Fatalf("commit on the target: %v", err)
+				}
+			}
+			cl.Close()
+
+			rep = runMirror(t, ctx, cfg)
+			if rep.Groups[group].Skipped == "" {
+				t.Errorf("second run wrote group %s (%v); want it skipped", group, rep.Groups[group].Offsets)
+			}
+			offs, err := admin(t, tgt).FetchOffsets(ctx, group)
+			if err != nil || offs.Error() != nil {
+				t.Fatalf("target offsets: %v %v", err, offs.Error())
+			}
+			if o, _ := offs.Lookup(topic, 0); o.At != 10 {
+				t.Fatalf("target offset of %s/0 = %d after the second run, want 10 (the group's own commit)", topic, o.At)
+			}
+		})
 	}
 }

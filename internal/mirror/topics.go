@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,19 +75,37 @@ func (m *mirror) connect(ctx context.Context) error {
 	}
 	m.tgtAdm = kadm.NewClient(m.tgt)
 	m.tgtAdm.SetTimeoutMillis(int32(m.cfg.Timeout.Milliseconds()))
-	if err := m.ping(ctx, m.srcAdm, "source", m.cfg.From); err != nil {
+	src, err := m.ping(ctx, m.srcAdm, "source", m.cfg.From)
+	if err != nil {
 		return err
 	}
-	return m.ping(ctx, m.tgtAdm, "target", m.cfg.To)
-}
-
-func (m *mirror) ping(ctx context.Context, adm *kadm.Client, which string, addrs []string) error {
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
-	defer cancel()
-	if _, err := adm.ListBrokers(ctx); err != nil {
-		return fmt.Errorf("mirror: %s %s unreachable: %w", which, strings.Join(addrs, ","), err)
+	tgt, err := m.ping(ctx, m.tgtAdm, "target", m.cfg.To)
+	if err != nil {
+		return err
+	}
+	if src == tgt {
+		// Copying a cluster into itself appends every record again.
+		return fmt.Errorf("mirror: --from %s and --to %s are the same cluster (%s)", strings.Join(m.cfg.From, ","), strings.Join(m.cfg.To, ","), src)
 	}
 	return nil
+}
+
+// ping checks that a cluster answers and returns who it is: its cluster
+// id and its brokers' addresses (two kfake clusters share an id; a copied
+// Sluice data directory keeps its id but listens elsewhere).
+func (m *mirror) ping(ctx context.Context, adm *kadm.Client, which string, addrs []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return "", fmt.Errorf("mirror: %s %s unreachable: %w", which, strings.Join(addrs, ","), err)
+	}
+	var hosts []string
+	for _, b := range md.Brokers {
+		hosts = append(hosts, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+	}
+	slices.Sort(hosts)
+	return fmt.Sprintf("cluster id %q, brokers %s", md.Cluster, strings.Join(hosts, ",")), nil
 }
 
 // planTopics lists the source topics, their configs and the target's

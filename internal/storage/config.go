@@ -35,6 +35,9 @@ type Config struct {
 	// verify makes Open scan and check every batch of every segment,
 	// trusting no index or checkpoint (Repair uses it).
 	verify bool
+	// noCopy keeps Open from copying a corrupt segment aside (Repair's
+	// report-only mode changes nothing on disk).
+	noCopy bool
 }
 
 // Defaults applied to zero Config fields.

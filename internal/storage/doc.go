@@ -8,6 +8,7 @@
 //	00000000000000012345.log        next segment, named by its base offset
 //	...
 //	clean-shutdown                  checkpoint, present only while closed cleanly
+//	log-start-offset                start offset set by DeleteRecordsBefore (see startoffset.go)
 //	00000000000000000000.log.broken copy of a segment found corrupt (kept for an operator)
 //
 // # Segment files
@@ -16,7 +17,9 @@
 // appended: the broker fills in the base offset (outside the CRC) and
 // nothing else changes, so a fetch hands file regions to sendfile. Offsets
 // are contiguous: each batch's base offset is the previous batch's last
-// offset + 1, and the first batch's is the base offset in the file name.
+// offset + 1, and the first batch's is the base offset in the file name,
+// except in sealed segments that compaction rewrote (clean.go), where
+// removed batches leave gaps: offsets only increase.
 // Only the last segment (the active one) is written; it is rolled when an
 // append would take it past Config.SegmentBytes or when its first batch
 // is older than Config.SegmentAge. Rolling syncs the segment, writes its
@@ -107,8 +110,15 @@
 // ApplyRetention removes whole segments from the oldest, never the
 // active one: while a segment's newest batch is older than
 // Config.RetentionAge, or the log without it still holds at least
-// Config.RetentionBytes. The log start offset is the first remaining
-// segment's base offset. Each removal is followed by a directory sync.
+// Config.RetentionBytes, or it lies wholly below the log start offset.
+// Each removal is followed by a directory sync.
+//
+// The log start offset is the first remaining segment's base offset, or
+// the offset DeleteRecordsBefore set if that is higher: it writes the new
+// start to log-start-offset (synced, renamed, directory synced) before it
+// takes effect, and Open reads it back (clamped to the log). SetConfig
+// changes the segment and retention limits of an open log; the writer
+// adopts them at its next Append or ApplyRetention.
 //
 // # Concurrency
 //

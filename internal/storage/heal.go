@@ -34,7 +34,13 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	if cause == nil {
 		return nil
 	}
-	a := l.active()
+	// A compaction pass writes files in the directory this cleans up;
+	// the healer retries later.
+	if !l.cleanMu.TryLock() {
+		return fmt.Errorf("storage: recover %s: a compaction pass is running; retry: %w", l.dir, cause)
+	}
+	defer l.cleanMu.Unlock()
+	a := l.writerActive()
 	l.mu.RLock()
 	keep := a.synced
 	if keepUnsynced {
@@ -64,7 +70,7 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	// so that a reader never looks for a batch past the end of the file.
 	s := newSegment(l.dir, a.base, a.file)
 	w := &window{f: a.file, size: keep}
-	if end, _, err := scan(s, w, 0, int64(l.cfg.IndexInterval)); err != nil {
+	if end, _, err := scan(s, w, 0, int64(l.cfg.IndexInterval), false); err != nil {
 		return fmt.Errorf("storage: recover %s: the kept bytes do not scan at byte %d: %w", a.path, end, err)
 	}
 	l.mu.Lock()

@@ -138,6 +138,13 @@ func TestRepair(t *testing.T) {
 	if rep.Corruption.Position != pos || rep.FirstOffset != 5 || rep.LastOffset != 39 || len(rep.LaterSegments) < 2 {
 		t.Fatalf("Repair report: %+v", rep)
 	}
+	// Report-only changes nothing on disk: no copy is kept.
+	if len(rep.Copies) != 0 {
+		t.Fatalf("a report-only repair kept copies: %v", rep.Copies)
+	}
+	if _, err := m.Stat(first + brokenSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a report-only repair wrote %s (stat: %v)", first+brokenSuffix, err)
+	}
 	rep, err = Repair(m, "/p", true)
 	if err != nil || !rep.Truncated {
 		t.Fatalf("Repair: %+v, %v", rep, err)

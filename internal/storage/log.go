@@ -1,9 +1,11 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"sluice/internal/batch"
 	"sluice/internal/vfs"
@@ -29,9 +31,27 @@ type Log struct {
 	dir string
 	cfg Config
 
-	mu     sync.RWMutex // guards segs, closed, and the "guarded by Log.mu" fields of each segment
+	mu     sync.RWMutex // guards segs, closed, start, and the "guarded by Log.mu" fields of each segment
 	segs   []*segment   // oldest first; the last is the active segment
 	closed bool
+	start  int64 // set by DeleteRecordsBefore; the log start offset is max(segs[0].base, start)
+
+	startMu sync.Mutex // serializes DeleteRecordsBefore (held across its file I/O; taken before mu)
+
+	nextCfg atomic.Pointer[Config] // set by SetConfig, adopted by the writer
+
+	// cleanMu serializes compaction passes (Clean, CleanStats) with
+	// retention (which skips its turn while a pass runs) and Close. It is
+	// taken before mu and held across the pass's file I/O.
+	cleanMu sync.Mutex
+	marks   []cleanMark // guarded by cleanMu: compaction history (cleaner-checkpoint)
+	// tombstonesDue (unix ms, guarded by cleanMu) is when the earliest
+	// tombstone kept by a pass may be dropped; 0 when none was kept.
+	tombstonesDue int64
+	retired       []retiredSegment                   // guarded by cleanMu: segments replaced by compaction, released RetireDelay later or by Close
+	cleanBroken   error                              // guarded by cleanMu: a swap left for recovery; no further pass until reopened
+	closing       atomic.Bool                        // set first by Close: a running pass aborts
+	passCancel    atomic.Pointer[context.CancelFunc] // cancels the running pass (Close calls it)
 
 	failMu sync.Mutex // guards failed; taken alone, never with mu
 	failed error      // the first write-path failure; refuses writes after it
@@ -47,9 +67,18 @@ type appendBatch struct {
 	pos int64 // position in the appended buffer
 }
 
-// active returns the segment being written. The caller is the writer or
-// holds mu.
+// active returns the segment being written. The caller holds mu, or is
+// the writer while no compaction pass can run (it holds cleanMu).
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+// writerActive returns the segment being written, for the writer: a
+// compaction pass may replace other entries of segs concurrently, so the
+// list is read under mu; the active segment itself is never replaced.
+func (l *Log) writerActive() *segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.active()
+}
 
 // Recovery reports what Open did to bring the log up.
 func (l *Log) Recovery() RecoveryReport { return l.report }
@@ -74,7 +103,7 @@ func (l *Log) StartOffset() int64 {
 	if len(l.segs) == 0 {
 		return 0
 	}
-	return l.segs[0].base
+	return l.startLocked()
 }
 
 // Size is the number of bytes stored in every segment.
@@ -146,13 +175,14 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
+	l.adoptConfig()
 	if len(buf) == 0 {
 		return nil
 	}
 	if int64(len(buf)) > maxSegmentBytes {
 		return fmt.Errorf("%w: %d bytes is more than a segment can hold", ErrBadAppend, len(buf))
 	}
-	next := l.active().next
+	next := l.writerActive().next
 	l.hdrs = l.hdrs[:0]
 	var at int64 // position of the next batch in buf
 	add := func(h batch.Header, _ []byte) error {
@@ -182,12 +212,12 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 		}
 	}
 
-	a := l.active()
+	a := l.writerActive()
 	if a.size > 0 && l.shouldRoll(a, int64(len(buf)), next) {
 		if err := l.Roll(); err != nil {
 			return err
 		}
-		a = l.active()
+		a = l.writerActive()
 	}
 	// At the end of the data: over zeros written ahead, or past them.
 	if n, err := a.file.WriteAt(buf, a.size); err != nil || n != len(buf) {
@@ -288,7 +318,7 @@ func (l *Log) Preallocate() error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	a := l.active()
+	a := l.writerActive()
 	// As far ahead as the segment already holds, so that a partition
 	// written little (one of thousands) zeroes little.
 	ahead := min(l.cfg.Preallocate, max(minPreallocate, a.size))
@@ -335,7 +365,7 @@ func (l *Log) Roll() error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	a := l.active()
+	a := l.writerActive()
 	if a.size == 0 {
 		return nil
 	}
@@ -377,6 +407,16 @@ func (l *Log) Close() error {
 	if closed {
 		return nil
 	}
+	l.closing.Store(true)
+	if c := l.passCancel.Load(); c != nil {
+		(*c)() // wakes a pass waiting in its Throttle
+	}
+	l.cleanMu.Lock() // waits for a compaction pass, which aborts at its next batch
+	defer l.cleanMu.Unlock()
+	for _, r := range l.retired {
+		r.s.release()
+	}
+	l.retired = nil
 	var err error
 	if l.failure() == nil {
 		err = l.writeCleanShutdown()

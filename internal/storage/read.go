@@ -23,7 +23,7 @@ func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
 		l.mu.RUnlock()
 		return Slice{}, ErrClosed
 	}
-	start, end := l.segs[0].base, l.active().next
+	start, end := l.startLocked(), l.active().next
 	if offset < start || offset > end {
 		l.mu.RUnlock()
 		return Slice{}, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, start, end)
@@ -32,14 +32,18 @@ func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
 		l.mu.RUnlock()
 		return Slice{}, nil
 	}
-	s := l.segs[sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })-1]
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	for i < len(l.segs)-1 && (offset >= l.segs[i].next || l.segs[i].size == 0) {
+		i++ // offset lies in a gap compaction left after (or as) a sealed segment
+	}
+	s := l.segs[i]
 	size, next, idx := s.size, s.next, s.offIdx
 	s.acquire() // the log's own reference is held, so this succeeds
 	l.mu.RUnlock()
 	defer s.release()
 
-	if offset >= next {
-		return Slice{}, nil
+	if offset >= next || size == 0 {
+		return Slice{}, nil // at the end, or in a gap compaction left before an empty active segment
 	}
 	var hb [batch.HeaderSize]byte
 	pos := posForOffset(idx, offset)

@@ -37,6 +37,16 @@ type RecoveryReport struct {
 	// FilesRemoved counts leftover temporary files and indexes without a
 	// segment that Open deleted.
 	FilesRemoved int
+	// StartOffsetIgnored says why a log-start-offset file could not be
+	// read ("" when it was read or absent); the first segment's base is
+	// the start offset then.
+	StartOffsetIgnored string
+	// CompactionSwapRecovered: Open finished (or discarded) a compaction
+	// swap a crash interrupted.
+	CompactionSwapRecovered bool
+	// CleanerCheckpointIgnored says why cleaner-checkpoint could not be
+	// read; the next compaction pass starts from the log start then.
+	CleanerCheckpointIgnored string
 }
 
 // scanChunk is how much recovery reads from a segment at once.
@@ -88,8 +98,10 @@ func (w *window) bytes(pos int64, n int) ([]byte, error) {
 
 // scan validates the batches of s from position from to the window's end,
 // recording each in s. It returns the position where it stopped and, if
-// that is before the end, why.
-func scan(s *segment, w *window, from int64, interval int64) (int64, stopKind, error) {
+// that is before the end, why. gaps allows a batch to start past the
+// previous one's end, as in a sealed segment that compaction rewrote; in
+// the active segment offsets must be contiguous.
+func scan(s *segment, w *window, from int64, interval int64, gaps bool) (int64, stopKind, error) {
 	pos := from
 	for pos < w.size {
 		if w.size-pos < batch.HeaderSize {
@@ -116,7 +128,7 @@ func scan(s *segment, w *window, from int64, interval int64) (int64, stopKind, e
 		if h, err = batch.Validate(b); err != nil {
 			return pos, stopInvalid, err
 		}
-		if h.BaseOffset != s.next || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxUint32 {
+		if h.BaseOffset < s.next || (h.BaseOffset > s.next && !gaps) || h.LastOffsetDelta < 0 || h.LastOffset()-s.base > math.MaxUint32 {
 			return pos, stopMisplaced, fmt.Errorf("%w: batch %d..%d where offset %d was expected",
 				errMisplaced, h.BaseOffset, h.LastOffset(), s.next)
 		}
@@ -182,11 +194,16 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
 	}
+	swapped, err := recoverSwap(fs, dir)
+	if err != nil {
+		return nil, err
+	}
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list %s: %w", dir, err)
 	}
 	l := &Log{fs: fs, dir: dir, cfg: cfg}
+	l.report.CompactionSwapRecovered = swapped
 	r := &l.report
 	dirty := false // a directory entry changed and needs SyncDir
 
@@ -235,7 +252,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		dirty = true
 	}
 	for i, base := range bases {
-		if i > 0 && base != l.segs[i-1].next {
+		if i > 0 && base < l.segs[i-1].next { // compaction may leave a gap, never an overlap
 			prev := l.segs[i-1]
 			return fail(&CorruptionError{
 				Segment: filepath.Join(dir, segmentName(base)+logSuffix), Offset: prev.next,
@@ -250,6 +267,8 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		l.segs = append(l.segs, s)
 	}
 	r.Segments = len(l.segs)
+	l.loadStartOffset()
+	l.loadCleanMarks()
 
 	// The checkpoint is removed before any write: if this process crashes,
 	// the next Open must not trust it.
@@ -347,7 +366,7 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment,
 	}
 
 	w := &window{f: f, size: size}
-	end, kind, cause := scan(s, w, from, interval)
+	end, kind, cause := scan(s, w, from, interval, !last)
 	r.SegmentsScanned++
 	r.BytesScanned += end - from
 	if cause != nil {
@@ -366,10 +385,11 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment,
 			if kind == stopIO {
 				return nil, false, fmt.Errorf("storage: recover %s: %w", path, cause)
 			}
-			return nil, false, &CorruptionError{
-				Segment: path, Offset: s.next, Position: end, Err: cause,
-				Broken: l.copyAside(path, size),
+			ce := &CorruptionError{Segment: path, Offset: s.next, Position: end, Err: cause}
+			if !l.cfg.noCopy {
+				ce.Broken = l.copyAside(path, size)
 			}
+			return nil, false, ce
 		}
 		// A torn tail: the end of a write that never completed, or zeros
 		// written ahead of the data (Log.Preallocate). Nothing after it

@@ -36,14 +36,15 @@ type RepairReport struct {
 }
 
 // Repair checks every batch of the log in dir (CRC included, trusting no
-// index) and, if recovery stops at corruption, reports it. With truncate
+// index) and, if recovery stops at corruption, reports it; without
+// truncate it changes nothing on disk. With truncate
 // it then cuts the log at the last valid batch before the corruption:
 // the corrupt segment is copied to <segment>.broken and truncated, later
 // segments are renamed to <segment>.broken, and the log is opened again
 // to check it. The caller holds the data directory's lock.
 func Repair(fs vfs.FS, dir string, truncate bool) (RepairReport, error) {
 	rep := RepairReport{Dir: dir, LastOffset: -1}
-	l, err := Open(fs, dir, Config{verify: true})
+	l, err := Open(fs, dir, Config{verify: true, noCopy: !truncate})
 	if err == nil {
 		return rep, l.Close()
 	}

@@ -17,6 +17,14 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 	if err := l.checkWritable(); err != nil {
 		return 0, err
 	}
+	l.adoptConfig()
+	if !l.cleanMu.TryLock() {
+		return 0, nil // a compaction pass is rewriting segments; retention runs next time
+	}
+	defer l.cleanMu.Unlock()
+	l.mu.RLock()
+	start := l.start
+	l.mu.RUnlock()
 	cutoff := int64(0)
 	byAge := l.cfg.RetentionAge > 0
 	if byAge {
@@ -30,7 +38,8 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 		s := l.segs[0]
 		old := byAge && s.maxTs != noTimestamp && s.maxTs < cutoff
 		big := l.cfg.RetentionBytes > 0 && total-s.size >= l.cfg.RetentionBytes
-		if !old && !big {
+		deleted := s.next <= start // below the start DeleteRecordsBefore set
+		if !old && !big && !deleted {
 			break
 		}
 		if l.cfg.RetainFrom != nil && l.segs[1].base > l.cfg.RetainFrom() {

@@ -11,7 +11,19 @@
 //	Ongoing ──EndTxn──> Prepare{Commit,Abort}  (fsynced: the decision)
 //	        ──markers on every partition, fsynced──┐ at the same time
 //	        ──commit only: staged offsets written to the group, fsynced──┘
-//	        ──> Complete{Commit,Abort}          (written; fsynced with the next record)
+//	        ──> Complete{Commit,Abort}          (in memory; written by the id's next record, the sweep or Close)
+//
+// A commit whose partitions all carry their Since offsets (see Txn) writes
+// the PrepareCommit decision and the COMMIT markers at the same time, so
+// their fsyncs overlap; the staged offsets still follow the durable
+// decision. Both are durable before EndTxn answers. A crash between the
+// two leaves COMMIT markers with the transaction still Ongoing; recovery
+// finds them (Config.CommittedSince, looking past the offsets the
+// partitions ended at when they were added, so an earlier transaction's
+// markers do not count) and finishes the commit. The decision is
+// published in memory before the first marker is queued, so no batch of
+// the producer is accepted after a marker and no other decision can be
+// taken meanwhile. Aborts keep the sequential order.
 //
 // Recovery (Open) finishes every transaction found in a Prepare state
 // (markers and offsets are idempotent: a partition without the producer's
@@ -71,6 +83,16 @@ type Config struct {
 	CommitOffsets func(group string, offsets []Offset, notBeforeMs int64) error
 	// PartitionExists says whether a partition exists.
 	PartitionExists func(topic string, partition int32) bool
+	// EndOffset returns a partition's log end offset (-1 if it does not
+	// exist). AddPartitionsToTxn records it with the partition: a marker
+	// at or past it belongs to the transaction being added to.
+	EndOffset func(topic string, partition int32) int64
+	// CommittedSince reports whether the partition holds a COMMIT marker of
+	// producer pid at an offset >= from. With EndOffset it lets
+	// EndTxn(commit) write the decision and the markers at the same time:
+	// recovery finishes a commit whose markers are on disk though its
+	// decision is not. Without either, the decision is made durable first.
+	CommittedSince func(pid int64, tp TopicPartition, from int64) (bool, error)
 	// CheckMember validates a TxnOffsetCommit's group membership (KIP-447):
 	// it returns 0 or a Kafka error code (UNKNOWN_MEMBER_ID,
 	// ILLEGAL_GENERATION, FENCED_INSTANCE_ID). nil accepts every member.
@@ -84,6 +106,10 @@ type entry struct {
 	// Coordinator.mu, never while holding it.
 	op sync.Mutex
 	t  *Txn // guarded by Coordinator.mu; nil until the first state is durable
+	// dirty (guarded by Coordinator.mu): t is a Complete state not yet in
+	// the log. The id's next record supersedes it; the sweep and Close
+	// write it for ids that stay idle.
+	dirty bool
 }
 
 // Coordinator is the transaction coordinator.
@@ -199,6 +225,7 @@ func (c *Coordinator) persist(e *entry, t *Txn) error {
 	return c.log.Append([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
 		c.mu.Lock()
 		c.publishLocked(e, t)
+		e.dirty = false
 		c.mu.Unlock()
 	})
 }
@@ -209,8 +236,26 @@ func (c *Coordinator) write(e *entry, t *Txn) error {
 	return c.log.Write([]kvlog.Record{{Key: recordKey(t.ID), Value: encodeTxn(t)}}, func(int64) {
 		c.mu.Lock()
 		c.publishLocked(e, t)
+		e.dirty = false
 		c.mu.Unlock()
 	})
+}
+
+// flushDirty writes the Complete states not yet in the log (see
+// entry.dirty), without waiting for their fsync.
+func (c *Coordinator) flushDirty() {
+	for _, e := range c.entries() {
+		e.op.Lock()
+		c.mu.Lock()
+		t, dirty := e.t, e.dirty
+		c.mu.Unlock()
+		if dirty {
+			if err := c.write(e, t.clone()); err != nil {
+				c.cfg.Logger.Warn("txn: writing a completed transaction's state failed", "transactional_id", t.ID, "err", err)
+			}
+		}
+		e.op.Unlock()
+	}
 }
 
 // current returns the entry's published state (nil if none).
@@ -243,6 +288,7 @@ func (c *Coordinator) Close() error {
 		c.mu.Unlock()
 		close(c.stop)
 		<-c.done
+		c.flushDirty()
 		c.closeErr = c.log.Close()
 	})
 	return c.closeErr
@@ -258,8 +304,45 @@ func (c *Coordinator) isClosed() bool {
 // expired ongoing ones.
 func (c *Coordinator) recover() {
 	for _, e := range c.entries() {
+		c.rollForward(e)
 		c.sweepOne(e)
 	}
+}
+
+// rollForward finishes the commit of an Ongoing transaction that has a
+// COMMIT marker on one of its partitions past the offset that partition
+// ended at when it was added: its EndTxn wrote the markers and the
+// decision at the same time and only the markers reached the disk.
+func (c *Coordinator) rollForward(e *entry) {
+	e.op.Lock()
+	defer e.op.Unlock()
+	t := c.current(e)
+	if t == nil || t.State != Ongoing || c.cfg.CommittedSince == nil || !t.knowsSince() {
+		return
+	}
+	for i, tp := range t.Partitions {
+		found, err := c.cfg.CommittedSince(t.PID, tp, t.Since[i])
+		if err != nil {
+			c.cfg.Logger.Error("txn: cannot tell whether an open transaction was being committed; leaving it open",
+				"transactional_id", t.ID, "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			return
+		}
+		if !found {
+			continue
+		}
+		c.cfg.Logger.Info("txn: finishing a commit whose markers were written before its decision",
+			"transactional_id", t.ID, "producer_id", t.PID, "epoch", t.Epoch)
+		if _, err := c.end(e, t, true, t.Epoch); err != nil {
+			c.cfg.Logger.Warn("txn: finishing a commit failed; will retry", "transactional_id", t.ID, "err", err)
+		}
+		return
+	}
+}
+
+// overlaps reports whether committing t may write its decision and its
+// markers at the same time (recovery can then tell its markers apart).
+func (c *Coordinator) overlaps(t *Txn) bool {
+	return c.cfg.EndOffset != nil && c.cfg.CommittedSince != nil && len(t.Partitions) > 0 && t.knowsSince()
 }
 
 func (c *Coordinator) entries() []*entry {
@@ -282,6 +365,7 @@ func (c *Coordinator) sweepLoop() {
 		case <-c.stop:
 			return
 		case <-tk.C:
+			c.flushDirty()
 			for _, e := range c.entries() {
 				if c.isClosed() {
 					return
@@ -347,44 +431,98 @@ func (c *Coordinator) end(e *entry, t *Txn, commit bool, epoch int16) (*Txn, err
 	return c.current(e), nil
 }
 
+// endOverlapped commits transaction t (Ongoing, see overlaps) writing
+// its PrepareCommit decision and its COMMIT markers at the same time; the
+// staged offsets follow the durable decision. epoch must be t's. e.op
+// must be held. If the decision cannot be made durable the transaction
+// stays PrepareCommit in memory (the sweep, a retried EndTxn or, after a
+// crash, recovery finishes it), since its markers may already be written.
+func (c *Coordinator) endOverlapped(e *entry, t *Txn, _ bool, _ int16) (*Txn, error) {
+	p := t.clone()
+	p.State, p.UpdateMs = PrepareCommit, c.cfg.Now().UnixMilli()
+	// Published before the first marker is queued: from here on
+	// CheckProduce refuses the producer's batches, so none lands after a
+	// marker, and the transaction can only be committed.
+	c.mu.Lock()
+	c.publishLocked(e, p)
+	c.mu.Unlock()
+	markers := make(chan error, 1)
+	go func() { markers <- c.writeMarkers(p) }() // joined below, before endOverlapped returns
+	derr := c.log.Append([]kvlog.Record{{Key: recordKey(p.ID), Value: encodeTxn(p)}}, nil)
+	var oerr error
+	if derr == nil && len(p.Offsets) > 0 {
+		oerr = c.commitOffsets(p)
+	}
+	if err := errors.Join(derr, <-markers, oerr); err != nil {
+		return nil, err
+	}
+	if err := c.complete(e, p); err != nil {
+		return nil, err
+	}
+	return c.current(e), nil
+}
+
+// writeMarkers writes the markers of p (a Prepare state) and returns once
+// they are durable.
+func (c *Coordinator) writeMarkers(p *Txn) error {
+	if len(p.Partitions) == 0 {
+		return nil
+	}
+	if err := c.cfg.WriteMarkers(p.PID, p.Epoch, p.State == PrepareCommit, p.Partitions); err != nil {
+		return fmt.Errorf("txn: write markers of %q: %w", p.ID, err)
+	}
+	return nil
+}
+
 // finish writes the markers and (commit) the staged offsets of a
 // transaction in a Prepare state, then persists its Complete state.
 // Each step is idempotent, so finish may run again after a crash or a
 // failure. e.op must be held.
 func (c *Coordinator) finish(e *entry, p *Txn) error {
-	commit := p.State == PrepareCommit
 	// The markers and (commit) the staged offsets go to different logs
 	// and both only follow the durable decision, so they are written at
 	// the same time: their fsyncs overlap. Until both are done the
 	// transaction stays in its Prepare state (RequireStable fetches of
 	// its offsets wait; a crash finishes it again).
 	offsetsDone := make(chan error, 1)
-	if commit && len(p.Offsets) > 0 {
+	if p.State == PrepareCommit && len(p.Offsets) > 0 {
 		go func() { offsetsDone <- c.commitOffsets(p) }() // joined below, before finish returns
 	} else {
 		offsetsDone <- nil
 	}
-	var merr error
-	if len(p.Partitions) > 0 {
-		if err := c.cfg.WriteMarkers(p.PID, p.Epoch, commit, p.Partitions); err != nil {
-			merr = fmt.Errorf("txn: write markers of %q: %w", p.ID, err)
-		}
-	}
+	merr := c.writeMarkers(p)
 	if err := errors.Join(merr, <-offsetsDone); err != nil {
 		return err
 	}
+	return c.complete(e, p)
+}
+
+// complete writes the Complete state that follows p (a Prepare state
+// whose markers and offsets are durable). e.op must be held.
+func (c *Coordinator) complete(e *entry, p *Txn) error {
+	commit := p.State == PrepareCommit
 	d := p.clone()
 	d.State = CompleteAbort
 	if commit {
 		d.State = CompleteCommit
 	}
-	d.Partitions, d.Offsets, d.StartMs = nil, nil, -1
-	// The Complete state need not be durable before EndTxn answers: the
-	// decision, markers and offsets already are, and if a crash loses it
-	// recovery finds the Prepare state and finishes again (markers are
-	// skipped where written, offsets are not written over newer commits).
-	// The next durable record of the log makes it durable too.
-	return c.write(e, d)
+	d.Partitions, d.Since, d.Offsets, d.StartMs = nil, nil, nil, -1
+	// The Complete state need not be in the log before EndTxn answers:
+	// the decision, markers and offsets are durable, and if a crash loses
+	// it recovery finds the Prepare state (or, for a commit whose markers
+	// overlapped its decision, Ongoing with COMMIT markers) and finishes
+	// again (markers are skipped where written, offsets are not written
+	// over newer commits). It is not even written now: the id's next
+	// state record (its next transaction's first AddPartitionsToTxn, an
+	// InitProducerId) supersedes it, and writing it would cost the log an
+	// fsync that the next durable record would wait behind. The sweep and
+	// Close write it for ids that stay idle.
+	d.UpdateMs = c.cfg.Now().UnixMilli()
+	c.mu.Lock()
+	c.publishLocked(e, d)
+	e.dirty = true
+	c.mu.Unlock()
+	return nil
 }
 
 // commitOffsets writes the staged offsets of p (PrepareCommit) to their

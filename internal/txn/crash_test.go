@@ -21,6 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type sink struct {
 	mu      sync.Mutex // guards the fields below
 	markers []markerCall
+	ends    map[TopicPartition]int64 // each partition's end offset: one per marker written
 	offsets map[string]map[TopicPartition]int64
 	nextPID int64
 }
@@ -30,9 +31,12 @@ type markerCall struct {
 	epoch  int16
 	commit bool
 	parts  []TopicPartition
+	at     []int64 // offset of the marker on each of parts
 }
 
-func newSink() *sink { return &sink{offsets: map[string]map[TopicPartition]int64{}, nextPID: 1000} }
+func newSink() *sink {
+	return &sink{offsets: map[string]map[TopicPartition]int64{}, ends: map[TopicPartition]int64{}, nextPID: 1000}
+}
 
 func (s *sink) config(fs vfs.FS, now func() time.Time) Config {
 	return Config{
@@ -46,8 +50,30 @@ func (s *sink) config(fs vfs.FS, now func() time.Time) Config {
 		WriteMarkers: func(pid int64, epoch int16, commit bool, parts []TopicPartition) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.markers = append(s.markers, markerCall{pid, epoch, commit, append([]TopicPartition(nil), parts...)})
+			m := markerCall{pid, epoch, commit, append([]TopicPartition(nil), parts...), make([]int64, len(parts))}
+			for i, tp := range parts {
+				m.at[i] = s.ends[tp]
+				s.ends[tp]++
+			}
+			s.markers = append(s.markers, m)
 			return nil
+		},
+		EndOffset: func(topic string, partition int32) int64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.ends[TopicPartition{topic, partition}]
+		},
+		CommittedSince: func(pid int64, tp TopicPartition, from int64) (bool, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for _, m := range s.markers {
+				for i, p := range m.parts {
+					if m.pid == pid && m.commit && p == tp && m.at[i] >= from {
+						return true, nil
+					}
+				}
+			}
+			return false, nil
 		},
 		CommitOffsets: func(group string, offs []Offset, _ int64) error {
 			s.mu.Lock()
@@ -270,5 +296,80 @@ func TestRecoveryAbortsExpired(t *testing.T) {
 	}
 	if code := r.CheckProduce(pid, epoch, "t", 0); code != codeBadEpoch {
 		t.Fatalf("produce of the fenced producer: code %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+}
+
+// TestRollForwardCommit: EndTxn(commit) writes the decision and the
+// markers at the same time. When only the markers reach the disk (the
+// decision's write fails, then the machine stops), recovery finds them
+// and finishes the commit, staged offsets included; a later transaction
+// of the same producer on the same partition is not taken for committed
+// because of the earlier one's marker.
+func TestRollForwardCommit(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	now := func() time.Time { return clock }
+	fs := vfs.NewMem()
+	s := newSink()
+	c, err := Open(s.config(fs, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, _ := c.InitProducerID("a", 60000, -1, -1)
+	if codes := c.AddPartitions("a", pid, epoch, []TopicPartition{tpA0, tpA1}); codes[0] != 0 {
+		t.Fatal(codes)
+	}
+	if code := c.AddOffsets("a", pid, epoch, "g"); code != 0 {
+		t.Fatal(code)
+	}
+	if codes := c.CommitOffsets("a", "g", pid, epoch, -1, "", nil, []Offset{{Topic: "t", Partition: 0, Offset: 5}}); codes[0] != 0 {
+		t.Fatal(codes)
+	}
+	fs.Inject(vfs.FailFromSeq(fs.Seq()+1, syscall.EIO))
+	if code := c.EndTxn("a", pid, epoch, true); code != codeConcurrent {
+		t.Fatalf("EndTxn with a failing log: code %d, want CONCURRENT_TRANSACTIONS", code)
+	}
+	if d := s.decisions(pid); d[true] != 1 {
+		t.Fatalf("markers %+v, want the COMMIT written beside the failed decision", s.markers)
+	}
+	if code := c.EndTxn("a", pid, epoch, false); code != codeBadState {
+		t.Fatalf("abort after the commit's markers: code %d, want INVALID_TXN_STATE", code)
+	}
+	if code := c.CheckProduce(pid, epoch, "t", 0); code != codeBadState {
+		t.Fatalf("produce after the commit's markers: code %d, want INVALID_TXN_STATE", code)
+	}
+	c.Close()
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	r, err := Open(s.config(crashed, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := r.Describe([]string{"a"})[0]
+	if a.State != CompleteCommit || a.Epoch != epoch {
+		t.Fatalf("recovered %s epoch %d, want CompleteCommit epoch %d", a.State, a.Epoch, epoch)
+	}
+	if s.offsets["g"][tpA0] != 5 {
+		t.Fatalf("the rolled-forward commit's offsets: %v", s.offsets)
+	}
+	// A second transaction on tpA0, open at the crash: tpA0 holds the
+	// first one's COMMIT marker, which must not count for it.
+	if codes := r.AddPartitions("a", pid, epoch, []TopicPartition{tpA0}); codes[0] != 0 {
+		t.Fatal(codes)
+	}
+	r.Close()
+	s.mu.Lock()
+	before := len(s.markers)
+	s.mu.Unlock()
+	r2, err := Open(s.config(crashed.CrashClone(vfs.CrashOptions{}), now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if a := r2.Describe([]string{"a"})[0]; a.State != Ongoing || !a.has(tpA0) {
+		t.Fatalf("open second transaction recovered as %s %v", a.State, a.Partitions)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.markers) != before {
+		t.Fatalf("markers %+v: recovery wrote markers for the open second transaction", s.markers[before:])
 	}
 }

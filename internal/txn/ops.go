@@ -117,7 +117,7 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, pid int64, epoc
 		}
 	}
 	nt.PrevPID, nt.PrevEpoch = orig.PID, orig.Epoch
-	nt.State, nt.TimeoutMs, nt.StartMs, nt.Partitions, nt.Offsets = Empty, timeoutMs, -1, nil, nil
+	nt.State, nt.TimeoutMs, nt.StartMs, nt.Partitions, nt.Since, nt.Offsets = Empty, timeoutMs, -1, nil, nil, nil
 	if err := c.persist(e, nt); err != nil {
 		return -1, -1, storageCode(err)
 	}
@@ -154,7 +154,7 @@ func (c *Coordinator) begin(id string, pid int64, epoch int16) (*entry, *Txn, in
 func (c *Coordinator) ongoing(t *Txn) *Txn {
 	nt := t.clone()
 	if t.State != Ongoing {
-		nt.State, nt.StartMs, nt.Partitions, nt.Offsets = Ongoing, c.cfg.Now().UnixMilli(), nil, nil
+		nt.State, nt.StartMs, nt.Partitions, nt.Since, nt.Offsets = Ongoing, c.cfg.Now().UnixMilli(), nil, nil, nil
 	}
 	return nt
 }
@@ -191,9 +191,15 @@ func (c *Coordinator) AddPartitions(id string, pid int64, epoch int16, parts []T
 	nt := c.ongoing(t)
 	changed := t.State != Ongoing
 	for _, tp := range parts {
-		if nt.add(tp) {
-			changed = true
+		if nt.has(tp) {
+			continue
 		}
+		since := int64(-1)
+		if c.cfg.EndOffset != nil {
+			since = c.cfg.EndOffset(tp.Topic, tp.Partition)
+		}
+		nt.add(tp, since)
+		changed = true
 	}
 	if changed {
 		if err := c.persist(e, nt); err != nil {
@@ -292,7 +298,11 @@ func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool) int
 	}
 	switch t.State {
 	case Ongoing:
-		if _, err := c.end(e, t, commit, t.Epoch); err != nil {
+		end := c.end
+		if commit && c.overlaps(t) {
+			end = c.endOverlapped
+		}
+		if _, err := end(e, t, commit, t.Epoch); err != nil {
 			c.cfg.Logger.Warn("txn: ending a transaction failed", "transactional_id", id, "commit", commit, "err", err)
 			if cur := c.current(e); cur.State == PrepareAbort || cur.State == PrepareCommit {
 				return codeConcurrent // decided; the sweep completes it

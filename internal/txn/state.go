@@ -83,6 +83,13 @@ type Txn struct {
 	TimeoutMs int32 `json:"timeout_ms"`
 	// Partitions added to the ongoing transaction, sorted.
 	Partitions []TopicPartition `json:"partitions,omitempty"`
+	// Since holds, for each of Partitions (same index), the partition's
+	// log end offset when it was added (-1: unknown): a COMMIT marker of
+	// PID at or past it can only be this transaction's. Recovery uses it
+	// to finish a commit whose markers became durable before its
+	// decision did (see Coordinator.EndTxn). Empty in states written
+	// before Sluice recorded it.
+	Since []int64 `json:"since,omitempty"`
 	// Offsets staged per group (AddOffsetsToTxn adds the group,
 	// TxnOffsetCommit its offsets), applied to the group when the
 	// transaction commits.
@@ -94,6 +101,7 @@ type Txn struct {
 func (t *Txn) clone() *Txn {
 	c := *t
 	c.Partitions = slices.Clone(t.Partitions)
+	c.Since = slices.Clone(t.Since)
 	if t.Offsets != nil {
 		c.Offsets = make(map[string][]Offset, len(t.Offsets))
 		for g, o := range t.Offsets {
@@ -109,13 +117,30 @@ func (t *Txn) has(tp TopicPartition) bool {
 	return ok
 }
 
-// add adds tp to the transaction's partitions; it reports whether it was new.
-func (t *Txn) add(tp TopicPartition) bool {
+// add adds tp, whose log ended at offset since, to the transaction's
+// partitions; it reports whether it was new.
+func (t *Txn) add(tp TopicPartition, since int64) bool {
 	i, ok := slices.BinarySearchFunc(t.Partitions, tp, cmpTP)
 	if ok {
 		return false
 	}
+	if len(t.Since) == len(t.Partitions) {
+		t.Since = slices.Insert(t.Since, i, since)
+	}
 	t.Partitions = slices.Insert(t.Partitions, i, tp)
+	return true
+}
+
+// knowsSince reports whether every partition has its Since offset.
+func (t *Txn) knowsSince() bool {
+	if len(t.Since) != len(t.Partitions) {
+		return false
+	}
+	for _, s := range t.Since {
+		if s < 0 {
+			return false
+		}
+	}
 	return true
 }
 

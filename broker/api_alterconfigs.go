@@ -1,0 +1,78 @@
+package broker
+
+// AlterConfigs v0-2.
+//
+// Behaviour:
+//   - Replaces the whole set of dynamic configs of a resource with the
+//     ones in the request (Kafka's non-incremental semantics): a config
+//     left out returns to its default. A null value is left out.
+//   - Topic resources (2): the topic configs Sluice applies (see
+//     DescribeConfigs) plus the accepted no-effect ones; each is checked,
+//     the set is written to the topic's topic.json (fsynced) and takes
+//     effect at once on every partition (segment size and age and
+//     retention at the next append or retention check, max.message.bytes
+//     and cleanup.policy at the next produce and cleaner pass).
+//   - Broker resources (4): name "0" (this broker) or "" (the cluster
+//     default); the dynamic broker configs are the topic defaults
+//     (log.retention.ms, log.segment.bytes, log.cleanup.policy,
+//     message.max.bytes, log.cleaner.*) and
+//     log.cleaner.io.max.bytes.per.second. Read-only broker configs get
+//     INVALID_REQUEST, unknown or bad values INVALID_CONFIG.
+//   - Other resource types get INVALID_REQUEST. ValidateOnly checks
+//     without changing anything. A resource named twice gets
+//     INVALID_REQUEST.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(kmsg.AlterConfigs.Int16(), 0, 2, handleAlterConfigs) }
+
+func handleAlterConfigs(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	seen := map[resourceKey]int{}
+	for _, rr := range req.Resources {
+		seen[resourceKey{rr.ResourceType, rr.ResourceName}]++
+	}
+	for _, rr := range req.Resources {
+		sr := kmsg.NewAlterConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		set := map[string]string{}
+		var err error
+		for _, c := range rr.Configs {
+			if _, dup := set[c.Name]; dup {
+				err = errCode(kerr.InvalidRequest, "config %s is given twice", c.Name)
+			}
+			if c.Value != nil {
+				set[c.Name] = *c.Value
+			}
+		}
+		replace := func(map[string]string, func(string) string) (map[string]string, error) { return set, nil }
+		switch {
+		case err != nil:
+		case seen[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
+			err = errCode(kerr.InvalidRequest, "resource %q appears more than once in the request", rr.ResourceName)
+		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
+			err = r.b.alterTopicConfigs(rr.ResourceName, replace, req.ValidateOnly)
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
+			err = r.b.alterBrokerConfigs(rr.ResourceName, replace, req.ValidateOnly)
+		default:
+			err = errCode(kerr.InvalidRequest, "only topic and broker configs can be altered")
+		}
+		if err != nil {
+			sr.ErrorCode = codeOf(err)
+			msg := err.Error()
+			sr.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+// resourceKey names a config resource.
+type resourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
