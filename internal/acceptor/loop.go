@@ -413,8 +413,9 @@ func (r *runState) syncInline() {
 	r.lastBytes, r.syncBytes = r.syncBytes, 0
 	r.syncStart = time.Now()
 	err := r.a.syncLog()
+	busy := len(r.a.queue) > 0 // read before the release lets callers queue their next appends
 	r.finishSync(err)
-	r.overlap = len(r.a.queue) > 0
+	r.overlap = busy
 }
 
 // finishSync takes the result of the running fsync and releases the

@@ -348,7 +348,7 @@ type pass struct {
 	// txnLeft holds the producers whose current transaction (since their
 	// previous marker) still has a batch in the cleaned output.
 	txnLeft map[int64]bool
-	due        int64            // earliest time (unix ms) a kept tombstone may go; 0: none kept
+	due     int64 // earliest time (unix ms) a kept tombstone may go; 0: none kept
 }
 
 func (p *pass) check(n int) error {
