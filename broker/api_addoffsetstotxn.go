@@ -9,8 +9,12 @@ package broker
 //     the transaction commits.
 //   - Errors as AddPartitionsToTxn; an empty group id gets INVALID_GROUP_ID.
 //   - v4+ (KIP-890) is not served.
+//   - Authorization: WRITE on the transactional id (else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
+//     GROUP_AUTHORIZATION_FAILED).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -19,6 +23,14 @@ func init() { register(kmsg.AddOffsetsToTxn.Int16(), 0, 3, handleAddOffsetsToTxn
 func handleAddOffsetsToTxn(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	switch {
+	case !r.allowed(opWrite, resTxnID, req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	case !r.allowed(opRead, resGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	tc, err := r.b.txnCoordinator()
 	if err != nil {
 		resp.ErrorCode = codeOf(err)

@@ -13,8 +13,13 @@ package broker
 //     still being written. A partition that does not exist gets
 //     UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED.
 //   - v4+ (KIP-890, brokers verifying partitions) is not served.
+//   - Authorization: WRITE on the transactional id (else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition) and on
+//     every topic; a refused topic gets TOPIC_AUTHORIZATION_FAILED and
+//     the others OPERATION_NOT_ATTEMPTED.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/internal/txn"
@@ -32,7 +37,27 @@ func handleAddPartitionsToTxn(r *request) (kmsg.Response, error) {
 		}
 	}
 	var codes []int16
-	if tc, err := r.b.txnCoordinator(); err != nil {
+	// Authorization: WRITE on the transactional id, and on every topic;
+	// when a topic is refused, the others are not attempted (Kafka).
+	denied := map[string]bool{}
+	for _, t := range req.Topics {
+		if !r.allowed(opWrite, resTopic, t.Topic) {
+			denied[t.Topic] = true
+		}
+	}
+	if !r.allowed(opWrite, resTxnID, req.TransactionalID) || len(denied) > 0 {
+		codes = make([]int16, 0, len(parts))
+		for _, p := range parts {
+			switch {
+			case !r.allowed(opWrite, resTxnID, req.TransactionalID):
+				codes = append(codes, kerr.TransactionalIDAuthorizationFailed.Code)
+			case denied[p.Topic]:
+				codes = append(codes, kerr.TopicAuthorizationFailed.Code)
+			default:
+				codes = append(codes, kerr.OperationNotAttempted.Code)
+			}
+		}
+	} else if tc, err := r.b.txnCoordinator(); err != nil {
 		codes = make([]int16, len(parts))
 		for i := range codes {
 			codes[i] = codeOf(err)

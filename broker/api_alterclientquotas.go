@@ -7,6 +7,8 @@ package broker
 // sets one gets INVALID_REQUEST with a message saying quotas are not
 // enforced, rather than pretending to store a limit nothing applies.
 // Unknown entity types also get INVALID_REQUEST.
+//   - Authorization: ALTER_CONFIGS on the cluster (else
+//     CLUSTER_AUTHORIZATION_FAILED on each entry).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,6 +24,11 @@ func handleAlterClientQuotas(r *request) (kmsg.Response, error) {
 		se := kmsg.NewAlterClientQuotasResponseEntry()
 		for _, en := range e.Entity {
 			se.Entity = append(se.Entity, kmsg.AlterClientQuotasResponseEntryEntity{Type: en.Type, Name: en.Name})
+		}
+		if !r.allowedCluster(opAlterConfigs) {
+			se.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			resp.Entries = append(resp.Entries, se)
+			continue
 		}
 		var msg string
 		for _, en := range e.Entity {

@@ -21,6 +21,9 @@ package broker
 //   - Other resource types get INVALID_REQUEST. ValidateOnly checks
 //     without changing anything. A resource named twice gets
 //     INVALID_REQUEST.
+//   - Authorization: ALTER_CONFIGS on each topic (else
+//     TOPIC_AUTHORIZATION_FAILED) or on the cluster for broker resources
+//     (else CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,6 +57,10 @@ func handleAlterConfigs(r *request) (kmsg.Response, error) {
 		case err != nil:
 		case seen[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
 			err = errCode(kerr.InvalidRequest, "resource %q appears more than once in the request", rr.ResourceName)
+		case rr.ResourceType == kmsg.ConfigResourceTypeTopic && !r.allowed(opAlterConfigs, resTopic, rr.ResourceName):
+			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to alter the configs of topic %q", rr.ResourceName)
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker && !r.allowedCluster(opAlterConfigs):
+			err = errCode(kerr.ClusterAuthorizationFailed, "not authorized to alter broker configs (ALTER_CONFIGS on the cluster)")
 		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 			err = r.b.alterTopicConfigs(rr.ResourceName, replace, req.ValidateOnly)
 		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:

@@ -9,6 +9,8 @@ package broker
 //     NO_REASSIGNMENT_IN_PROGRESS. Unknown partitions get
 //     UNKNOWN_TOPIC_OR_PARTITION.
 //   - v1 AllowReplicationFactorChange is echoed.
+//   - Authorization: ALTER on the cluster (else
+//     CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"fmt"
@@ -25,6 +27,10 @@ func handleAlterPartitionAssignments(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
+	if !r.allowedCluster(opAlter) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		st.Topic = rt.Topic

@@ -29,6 +29,8 @@ func handleCreatePartitions(r *request) (kmsg.Response, error) {
 		st.Topic = rt.Topic
 		var err error
 		switch {
+		case !r.allowed(opAlter, resTopic, rt.Topic):
+			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to alter topic %q", rt.Topic)
 		case seen[rt.Topic] > 1:
 			err = errCode(kerr.InvalidRequest, "topic %q appears more than once in the request", rt.Topic)
 		case len(rt.Assignment) > 0:

@@ -32,11 +32,14 @@ func handleCreateTopics(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
+	clusterCreate := r.allowedCluster(opCreate)
 	for _, rt := range req.Topics {
 		st := kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
 		var err error
 		switch {
+		case !clusterCreate && !r.allowed(opCreate, resTopic, rt.Topic):
+			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to create topic %q (CREATE on the cluster or the topic)", rt.Topic)
 		case seen[rt.Topic] > 1:
 			err = errCode(kerr.InvalidRequest, "topic %q appears more than once in the request", rt.Topic)
 		case rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1:
@@ -70,6 +73,12 @@ func handleCreateTopics(r *request) (kmsg.Response, error) {
 		st.NumPartitions = rt.NumPartitions
 		if st.NumPartitions == -1 {
 			st.NumPartitions = r.b.cfg.defaultPartitions
+		}
+		if req.Version >= 5 && !r.allowed(opDescribeConfigs, resTopic, rt.Topic) {
+			// Created, but its configs are not the principal's to see.
+			st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, st)
+			continue
 		}
 		conf, _ := parseTopicConfigWith(configs, r.b.dynamic())
 		if t != nil {

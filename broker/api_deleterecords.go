@@ -14,6 +14,8 @@ package broker
 //     changes nothing. LowWatermark is the start after the call.
 //   - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION.
 //     TimeoutMillis is not needed (the reply waits for the fsync only).
+//   - Authorization: DELETE on each topic (else
+//     TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,11 +31,14 @@ func handleDeleteRecords(r *request) (kmsg.Response, error) {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
 		t := r.b.lookup(rt.Topic)
+		denied := !r.allowed(opDelete, resTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				low, err := deleteRecords(t.parts[rp.Partition], rp.Offset)

@@ -40,13 +40,21 @@ func handleDeleteTopics(r *request) (kmsg.Response, error) {
 		st.Topic, st.TopicID = tg.name, tg.id
 		var err error
 		if tg.name == nil || *tg.name == "" {
-			if t := r.b.lookupID(tg.id); t != nil {
+			if t := r.b.lookupID(tg.id); t != nil && !r.allowed(opDescribe, resTopic, t.name) {
+				err = errCode(kerr.TopicAuthorizationFailed, "not authorized to describe the topic with id %x", tg.id)
+			} else if t != nil && !r.allowed(opDelete, resTopic, t.name) {
+				name := t.name
+				st.Topic = &name
+				err = errCode(kerr.TopicAuthorizationFailed, "not authorized to delete topic %q", name)
+			} else if t != nil {
 				name := t.name
 				st.Topic = &name
 				err = r.b.deleteTopic(name)
 			} else {
 				err = errCode(kerr.UnknownTopicID, "no topic has id %x", tg.id)
 			}
+		} else if !r.allowed(opDelete, resTopic, *tg.name) {
+			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to delete topic %q", *tg.name)
 		} else {
 			if t := r.b.lookup(*tg.name); t != nil {
 				st.TopicID = t.id

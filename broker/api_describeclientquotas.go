@@ -6,6 +6,8 @@ package broker
 // so every filter matches no entity: the answer is an empty list with no
 // error. A component with an entity type other than user, client-id or
 // ip, or a match type other than 0-2, gets INVALID_REQUEST.
+//   - Authorization: DESCRIBE_CONFIGS on the cluster (else
+//     CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,6 +22,10 @@ var quotaEntityTypes = map[string]bool{"user": true, "client-id": true, "ip": tr
 func handleDescribeClientQuotas(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	if !r.allowedCluster(opDescribeConfigs) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	for _, c := range req.Components {
 		if !quotaEntityTypes[c.EntityType] || c.MatchType > 2 {
 			resp.ErrorCode = kerr.InvalidRequest.Code

@@ -9,6 +9,8 @@ package broker
 //   - v1 EndpointType: only brokers (1) are described; a request for
 //     controllers gets UNSUPPORTED_ENDPOINT_TYPE.
 //   - v2 IncludeFencedBrokers: broker 0 is never fenced.
+//   - Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
+//     The broker's address is that of the listener the client used.
 //   - Authorized operations are not computed (-2147483648, "not asked").
 
 import (
@@ -27,7 +29,11 @@ func handleDescribeCluster(r *request) (kmsg.Response, error) {
 		resp.ErrorMessage = &msg
 		return resp, nil
 	}
-	adv := r.b.advertised()
+	if !r.allowedCluster(opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
+	adv := r.c.lis.adv
 	resp.EndpointType = 1
 	resp.ClusterID = r.b.clusterID()
 	resp.ControllerID = nodeID

@@ -43,6 +43,10 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			t := r.b.lookup(rr.ResourceName)
+			if !r.allowed(opDescribeConfigs, resTopic, rr.ResourceName) {
+				sr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				break
+			}
 			if t == nil {
 				sr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				msg := "topic " + rr.ResourceName + " does not exist"
@@ -51,6 +55,10 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 			}
 			sr.Configs = d.topic(&t.conf)
 		case kmsg.ConfigResourceTypeBroker:
+			if !r.allowedCluster(opDescribeConfigs) {
+				sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				break
+			}
 			switch rr.ResourceName {
 			case "0":
 				sr.Configs = d.broker(r.b)

@@ -11,10 +11,14 @@ package broker
 //     exist are left out, as Kafka does.
 //   - v4 TotalBytes and UsableBytes come from the filesystem holding the
 //     data directory (-1 when it cannot be read).
+//   - Authorization: DESCRIBE on the cluster (else
+//     CLUSTER_AUTHORIZATION_FAILED, v3+; older versions get no
+//     directories).
 
 import (
 	"path/filepath"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,6 +27,10 @@ func init() { register(kmsg.DescribeLogDirs.Int16(), 0, 4, handleDescribeLogDirs
 func handleDescribeLogDirs(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !r.allowedCluster(opDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code // v3+; older versions see no directories
+		return resp, nil
+	}
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = r.b.cfg.dataDir
 	if abs, err := filepath.Abs(dir.Dir); err == nil {

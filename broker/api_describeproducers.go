@@ -9,6 +9,8 @@ package broker
 //     open transaction on the partition (-1 when none). LastTimestamp and
 //     CoordinatorEpoch are -1 (not tracked).
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION.
+//   - Authorization: READ on each topic (else
+//     TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"sort"
@@ -25,10 +27,16 @@ func handleDescribeProducers(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDescribeProducersResponseTopic()
 		st.Topic = rt.Topic
+		denied := !r.allowed(opRead, resTopic, rt.Topic)
 		for _, idx := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = idx
 			p := r.b.partition(rt.Topic, idx)
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			if p == nil {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				st.Partitions = append(st.Partitions, sp)

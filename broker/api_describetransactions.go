@@ -8,6 +8,9 @@ package broker
 //     CompleteAbort), timeout, start time of the ongoing transaction (-1
 //     when none), producer id and epoch, and the partitions added to the
 //     ongoing transaction. An unknown id gets TRANSACTIONAL_ID_NOT_FOUND.
+//   - Authorization: DESCRIBE on each transactional id (else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED); partitions of topics the
+//     principal may not DESCRIBE are left out.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +27,8 @@ func handleDescribeTransactions(r *request) (kmsg.Response, error) {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
 		switch {
+		case !r.allowed(opDescribe, resTxnID, id):
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		case err != nil:
 			st.ErrorCode = codeOf(err)
 		default:
@@ -35,6 +40,9 @@ func handleDescribeTransactions(r *request) (kmsg.Response, error) {
 			st.State, st.TimeoutMillis, st.StartTimestamp = t.State.String(), t.TimeoutMs, t.StartMs
 			st.ProducerID, st.ProducerEpoch = t.PID, t.Epoch
 			for _, tp := range t.Partitions {
+				if !r.allowed(opDescribe, resTopic, tp.Topic) {
+					continue // topics the principal may not describe are left out
+				}
 				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
 					rt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
 					rt.Topic = tp.Topic

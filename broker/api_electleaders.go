@@ -11,6 +11,8 @@ package broker
 //     leaves out the partitions that needed no election.
 //   - v1+ ElectionType 0 (preferred) and 1 (unclean) are both accepted;
 //     anything else gets INVALID_REQUEST at the top level.
+//   - Authorization: ALTER on the cluster (else
+//     CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +28,10 @@ func handleElectLeaders(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
+	denied := !r.allowedCluster(opAlter)
+	if denied {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code // v1+
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewElectLeadersResponseTopic()
 		st.Topic = rt.Topic
@@ -34,7 +40,10 @@ func handleElectLeaders(r *request) (kmsg.Response, error) {
 			sp := kmsg.NewElectLeadersResponseTopicPartition()
 			sp.Partition = p
 			var msg string
-			if t == nil || p < 0 || int(p) >= len(t.parts) {
+			if denied {
+				sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				msg = "ElectLeaders needs ALTER on the cluster"
+			} else if t == nil || p < 0 || int(p) >= len(t.parts) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				msg = "the partition does not exist"
 			} else {

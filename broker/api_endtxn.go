@@ -17,8 +17,11 @@ package broker
 //     CONCURRENT_TRANSACTIONS and the coordinator's sweep retries.
 //   - Producer errors as AddPartitionsToTxn (PRODUCER_FENCED from v2).
 //   - v4+ (TRANSACTION_ABORTABLE, KIP-890) is not served.
+//   - Authorization: WRITE on the transactional id (else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -27,6 +30,10 @@ func init() { register(kmsg.EndTxn.Int16(), 0, 3, handleEndTxn) }
 func handleEndTxn(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	if !r.allowed(opWrite, resTxnID, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
 	tc, err := r.b.txnCoordinator()
 	if err != nil {
 		resp.ErrorCode = codeOf(err)

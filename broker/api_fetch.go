@@ -31,6 +31,10 @@ package broker
 //     watermark. Control batches are returned as stored (clients skip
 //     them).
 //   - v13 names topics by id; an unknown id gets UNKNOWN_TOPIC_ID.
+//   - Needs READ on each topic (else TOPIC_AUTHORIZATION_FAILED on its
+//     partitions); a fetch from a replica id needs CLUSTER_ACTION.
+//   - Over TLS, record bytes are copied through a buffer (sendfile
+//     cannot write into crypto/tls).
 //   - Leader epochs are not checked (the leader epoch is always 0).
 
 import (
@@ -76,6 +80,11 @@ func handleFetch(r *request) (kmsg.Response, error) {
 		}
 	}
 
+	follower := req.ReplicaID >= 0 || (req.Version >= 15 && req.ReplicaState.ID >= 0)
+	if follower && !r.allowedCluster(opClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	var parts []fetchPart
 	for ti, rt := range req.Topics {
 		var t *topic
@@ -87,12 +96,18 @@ func handleFetch(r *request) (kmsg.Response, error) {
 		} else {
 			t = b.lookup(rt.Topic)
 		}
+		denied := t != nil && !follower && !r.allowed(opRead, resTopic, t.name)
+		if t == nil && req.Version < 13 && !r.allowed(opRead, resTopic, rt.Topic) {
+			denied = true
+		}
 		for pi, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
 			st.Partitions = append(st.Partitions, sp)
 			fp := fetchPart{ti: ti, pi: pi, offset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes}
 			switch {
+			case denied:
+				fp.code = kerr.TopicAuthorizationFailed.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				fp.code = missing
 			default:

@@ -12,6 +12,8 @@ package broker
 //   - Resources, validation, persistence and effect as in AlterConfigs:
 //     topics (2) and broker "0" or "" (4); the whole resource fails when
 //     any operation does. ValidateOnly checks without changing anything.
+//   - Authorization: as AlterConfigs: ALTER_CONFIGS on each topic, or on
+//     the cluster for broker resources.
 
 import (
 	"slices"
@@ -43,6 +45,10 @@ func handleIncrementalAlterConfigs(r *request) (kmsg.Response, error) {
 		switch {
 		case seen[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
 			err = errCode(kerr.InvalidRequest, "resource %q appears more than once in the request", rr.ResourceName)
+		case rr.ResourceType == kmsg.ConfigResourceTypeTopic && !r.allowed(opAlterConfigs, resTopic, rr.ResourceName):
+			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to alter the configs of topic %q", rr.ResourceName)
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker && !r.allowedCluster(opAlterConfigs):
+			err = errCode(kerr.ClusterAuthorizationFailed, "not authorized to alter broker configs (ALTER_CONFIGS on the cluster)")
 		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 			err = r.b.alterTopicConfigs(rr.ResourceName, edit, req.ValidateOnly)
 		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:

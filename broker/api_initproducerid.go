@@ -18,6 +18,10 @@ package broker
 //     gets the same answer; any other id or epoch gets PRODUCER_FENCED
 //     (INVALID_PRODUCER_EPOCH before v4). transaction.timeout.ms must be
 //     1 ms to the broker's maximum (INVALID_TRANSACTION_TIMEOUT).
+//   - Authorization: a transactional id needs WRITE on it (else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+//     IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679),
+//     else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"math"
@@ -32,7 +36,16 @@ func handleInitProducerID(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID == nil && !r.allowedCluster(opIdempotentWrite) && !r.mayWriteAnyTopic() {
+		// KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.TransactionalID != nil {
+		if !r.allowed(opWrite, resTxnID, *req.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp, nil
+		}
 		tc, err := r.b.txnCoordinator()
 		if err != nil {
 			resp.ErrorCode = codeOf(err)

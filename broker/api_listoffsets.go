@@ -19,6 +19,7 @@ package broker
 //     answers in OldStyleOffsets with the one offset found (MaxNumOffsets
 //     of 0 gets none); a timestamp with no offset at or after it gets an
 //     empty list.
+//   - Needs DESCRIBE on each topic (else TOPIC_AUTHORIZATION_FAILED).
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION. The
 //     leader epoch is always 0; CurrentLeaderEpoch is not checked.
 
@@ -40,10 +41,13 @@ func handleListOffsets(r *request) (kmsg.Response, error) {
 	for _, rt := range req.Topics {
 		st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
 		t := r.b.lookup(rt.Topic)
+		denied := !r.allowed(opDescribe, resTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			} else if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				off, ts, err := listOffset(t.parts[rp.Partition], rp.Timestamp, req.IsolationLevel == 1)

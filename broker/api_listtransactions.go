@@ -8,6 +8,8 @@ package broker
 //     UnknownStateFilters and matches nothing), ProducerIDFilters, and
 //     (v1) DurationFilterMillis: only transactions ongoing for longer.
 //   - v2's TransactionalIDPattern is not served.
+//   - Authorization: only transactional ids the principal may DESCRIBE
+//     are listed.
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,6 +41,9 @@ func handleListTransactions(r *request) (kmsg.Response, error) {
 	}
 	now := timeNowMs()
 	for _, t := range tc.List(states, req.ProducerIDFilters) {
+		if !r.allowed(opDescribe, resTxnID, t.ID) {
+			continue // only transactional ids the principal may describe
+		}
 		if req.Version >= 1 && req.DurationFilterMillis >= 0 && (t.StartMs < 0 || now-t.StartMs <= req.DurationFilterMillis) {
 			continue
 		}

@@ -20,6 +20,11 @@ package broker
 //     the group and transaction coordinators' own logs: produce to them is
 //     refused (INVALID_TOPIC_EXCEPTION), they cannot be created or
 //     deleted, and they hold no records a client can fetch.
+//   - With authorization on, topics the principal may not DESCRIBE are
+//     left out of an all-topics answer and get TOPIC_AUTHORIZATION_FAILED
+//     when named; auto-creation needs CREATE on the cluster or the topic
+//     (else TOPIC_AUTHORIZATION_FAILED).
+//   - The broker's address is that of the listener the client used.
 //   - Authorized operations are not computed.
 
 import (
@@ -36,7 +41,7 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	b := r.b
-	adv := b.advertised()
+	adv := r.c.lis.adv
 	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: nodeID, Host: adv.host, Port: adv.port}}
 	cid := b.clusterID()
 	resp.ClusterID = &cid
@@ -45,7 +50,9 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range b.sortedTopics() {
-			resp.Topics = append(resp.Topics, metadataTopic(t))
+			if r.allowed(opDescribe, resTopic, t.name) {
+				resp.Topics = append(resp.Topics, metadataTopic(t))
+			}
 		}
 		for _, name := range internalTopics {
 			resp.Topics = append(resp.Topics, internalMetadataTopic(name))
@@ -57,7 +64,7 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 		if rt.Topic == nil || *rt.Topic == "" {
 			var zero [16]byte
 			if req.Version >= 10 && rt.TopicID != zero {
-				if t := b.lookupID(rt.TopicID); t != nil {
+				if t := b.lookupID(rt.TopicID); t != nil && r.allowed(opDescribe, resTopic, t.name) {
 					resp.Topics = append(resp.Topics, metadataTopic(t))
 					continue
 				}
@@ -75,8 +82,12 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 		}
 		t := b.lookup(name)
 		var err error
-		if t == nil {
-			if mayCreate {
+		if !r.allowed(opDescribe, resTopic, name) {
+			t, err = nil, kerr.TopicAuthorizationFailed
+		} else if t == nil {
+			if mayCreate && !r.allowedCluster(opCreate) && !r.allowed(opCreate, resTopic, name) {
+				err = kerr.TopicAuthorizationFailed
+			} else if mayCreate {
 				t, err = b.autoCreate(name)
 			} else {
 				err = kerr.UnknownTopicOrPartition

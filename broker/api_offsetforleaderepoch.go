@@ -14,6 +14,8 @@ package broker
 //     UNKNOWN_LEADER_EPOCH; any other negative FENCED_LEADER_EPOCH.
 //   - v3+ ReplicaID is ignored (there are no followers).
 //   - Unknown topics and partitions get UNKNOWN_TOPIC_OR_PARTITION.
+//   - Authorization: DESCRIBE on each topic for clients, CLUSTER_ACTION
+//     for a replica id (else TOPIC_ or CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,15 +27,24 @@ func init() { register(kmsg.OffsetForLeaderEpoch.Int16(), 0, 4, handleOffsetForL
 func handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// A replica (ReplicaID >= 0, v3+) needs CLUSTER_ACTION; a client
+	// DESCRIBE on each topic.
+	replica := req.Version >= 3 && req.ReplicaID >= 0
+	clusterDenied := replica && !r.allowedCluster(opClusterAction)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
 		t := r.b.lookup(rt.Topic)
+		denied := !replica && !r.allowed(opDescribe, resTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
 			switch {
+			case clusterDenied:
+				sp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+			case denied:
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case req.Version >= 2 && rp.CurrentLeaderEpoch > 0:

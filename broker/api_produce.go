@@ -23,6 +23,9 @@ package broker
 //     order per partition.
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION (topics
 //     are auto-created by Metadata, not by Produce).
+//   - Needs WRITE on each topic (else TOPIC_AUTHORIZATION_FAILED on its
+//     partitions) and, for a transactional request, WRITE on the
+//     transactional id.
 //   - Transactional batches (KIP-98) are checked on the partition's
 //     acceptor goroutine against the transaction coordinator: a producer
 //     id unknown to it gets INVALID_PRODUCER_ID_MAPPING, another epoch
@@ -66,6 +69,10 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		st := kmsg.ProduceResponseTopic{Topic: rt.Topic}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		t := b.lookup(rt.Topic)
+		denied := !r.allowed(opWrite, resTopic, rt.Topic)
+		if req.TransactionID != nil && !r.allowed(opWrite, resTxnID, *req.TransactionID) {
+			denied = true
+		}
 		for i, rp := range rt.Partitions {
 			sp := &st.Partitions[i]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -73,6 +80,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			var p *partition
 			var err error
 			switch {
+			case denied:
+				err = errCode(kerr.TopicAuthorizationFailed, "not authorized to write to topic %q", rt.Topic)
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				err = errCode(kerr.InvalidRequiredAcks, "acks=%d; Sluice accepts 0, 1 and -1", req.Acks)
 			case t == nil && isInternalTopic(rt.Topic):

@@ -17,8 +17,13 @@ package broker
 //   - Producer errors as AddPartitionsToTxn; a partition that does not
 //     exist gets UNKNOWN_TOPIC_OR_PARTITION.
 //   - v4+ (KIP-890) is not served.
+//   - Authorization: WRITE on the transactional id, READ on the group
+//     (else TRANSACTIONAL_ID_ or GROUP_AUTHORIZATION_FAILED on every
+//     partition), READ on each topic (refused topics get
+//     TOPIC_AUTHORIZATION_FAILED and are not committed).
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/internal/txn"
@@ -48,7 +53,57 @@ func handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 		gen, member, instance = req.Generation, req.MemberID, req.InstanceID
 	}
 	var codes []int16
-	if tc, err := r.b.txnCoordinator(); err != nil {
+	// Authorization: WRITE on the transactional id, READ on the group,
+	// READ on each topic (refused topics are left out of the commit).
+	var refuse int16
+	switch {
+	case !r.allowed(opWrite, resTxnID, req.TransactionalID):
+		refuse = kerr.TransactionalIDAuthorizationFailed.Code
+	case !r.allowed(opRead, resGroup, req.Group):
+		refuse = kerr.GroupAuthorizationFailed.Code
+	}
+	var denied map[int]bool // index in offs
+	if refuse == 0 {
+		for i, o := range offs {
+			if !r.allowed(opRead, resTopic, o.Topic) {
+				if denied == nil {
+					denied = map[int]bool{}
+				}
+				denied[i] = true
+			}
+		}
+	}
+	if refuse != 0 {
+		codes = make([]int16, len(offs))
+		for i := range codes {
+			codes[i] = refuse
+		}
+	} else if len(denied) > 0 {
+		var keep []txn.Offset
+		for i, o := range offs {
+			if !denied[i] {
+				keep = append(keep, o)
+			}
+		}
+		var kept []int16
+		if tc, err := r.b.txnCoordinator(); err != nil {
+			kept = make([]int16, len(keep))
+			for i := range kept {
+				kept[i] = codeOf(err)
+			}
+		} else if len(keep) > 0 {
+			kept = tc.CommitOffsets(req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, gen, member, instance, keep)
+		}
+		codes = make([]int16, len(offs))
+		for i, j := 0, 0; i < len(offs); i++ {
+			if denied[i] {
+				codes[i] = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
+			codes[i] = kept[j]
+			j++
+		}
+	} else if tc, err := r.b.txnCoordinator(); err != nil {
 		codes = make([]int16, len(offs))
 		for i := range codes {
 			codes[i] = codeOf(err)

@@ -12,6 +12,8 @@ package broker
 //   - Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; a failed
 //     partition KAFKA_STORAGE_ERROR. v2 (transaction version 2) is not
 //     served.
+//   - Authorization: CLUSTER_ACTION on the cluster (else
+//     CLUSTER_AUTHORIZATION_FAILED on every partition).
 
 import (
 	"context"
@@ -26,6 +28,7 @@ func handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	ts := timeNowMs()
+	allowed := r.allowedCluster(opClusterAction)
 	for _, m := range req.Markers {
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
@@ -36,7 +39,9 @@ func handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = idx
 				p := r.b.partition(t.Topic, idx)
-				if p == nil {
+				if !allowed {
+					rp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				} else if p == nil {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
 					pend, err := r.b.enqueueMarker(p, encodeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, ts), m.ProducerID, m.ProducerEpoch, m.Committed)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/auth"
 	"sluice/internal/cleaner"
 	"sluice/internal/groups"
 	"sluice/internal/storage"
@@ -58,13 +60,17 @@ type Broker struct {
 	// loaded by anyone (see dynamic).
 	dyn atomic.Pointer[dynamicConfig]
 
-	mu     sync.RWMutex      // guards topics, byID, conns, ln, addr and adv
+	mu     sync.RWMutex      // guards topics, byID, conns and lns
 	topics map[string]*topic // by name; a topic value's fields never change (see topic)
 	byID   map[[16]byte]*topic
 	conns  map[*conn]struct{}
-	ln     net.Listener
-	addr   string // actual listen address, after Start
-	adv    hostPort
+	lns    []*listener // after Start, in the configured order
+
+	tls   *tlsState
+	creds *auth.Credentials
+	acls  *auth.ACLs
+	authz authorizer // nil when authorization is off
+	fails authFailures
 
 	groups *groups.Coordinator // opened by Start; nil before
 	// txnc is the transaction coordinator, opened by Start after groups
@@ -103,6 +109,15 @@ type Broker struct {
 	listening bool // set by Start (under startOnce and mu)
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// listener is a bound Listener.
+type listener struct {
+	Listener
+	ln   net.Listener
+	addr string   // actual listen address
+	adv  hostPort // advertised address
+	tlsc *tls.Config
 }
 
 // hostPort is an advertised address.
@@ -153,6 +168,11 @@ func New(opts ...Opt) (*Broker, error) {
 	b.accM = acceptor.NewMetrics(c.registerer)
 	b.syncs = make(chan struct{}, maxConcurrentSyncs)
 	b.stopCtx, b.stop = context.WithCancel(context.Background())
+	if err := b.openSecurity(); err != nil {
+		b.stop()
+		lock.Unlock()
+		return nil, err
+	}
 	if err := b.load(); err != nil {
 		b.closePartitions()
 		b.stop()
@@ -183,29 +203,27 @@ func (b *Broker) start() error {
 	if b.closing.Load() {
 		return errors.New("broker: closed")
 	}
-	ln, err := net.Listen("tcp", b.cfg.listenAddr)
-	if err != nil {
-		return fmt.Errorf("broker: listen: %w", err)
+	var lns []*listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.ln.Close()
+		}
 	}
-	adv := b.cfg.advertiseAddr
-	if adv == "" {
-		adv = ln.Addr().String()
+	for _, lc := range b.cfg.listeners {
+		l, err := b.listen(lc)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		lns = append(lns, l)
 	}
-	host, port, err := splitHostPort(adv)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("broker: advertised address %q: %w", adv, err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		// A wildcard is not an address a client can dial.
-		host = "127.0.0.1"
-	}
+	first := lns[0].adv
 	g, err := groups.Open(groups.Config{
 		FS:              b.fs,
 		Dir:             filepath.Join(b.cfg.dataDir, groupsDir),
 		NodeID:          nodeID,
-		Host:            host,
-		Port:            port,
+		Host:            first.host,
+		Port:            first.port,
 		Logger:          b.cfg.logger,
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
@@ -216,7 +234,7 @@ func (b *Broker) start() error {
 		},
 	})
 	if err != nil {
-		ln.Close()
+		closeAll()
 		var ce *storage.CorruptionError
 		if errors.As(err, &ce) {
 			return fmt.Errorf("broker: open group coordinator: %w; to cut its log at the last valid batch (a copy is kept), "+
@@ -229,7 +247,7 @@ func (b *Broker) start() error {
 	// offsets.
 	tc, err := b.openTxn(g)
 	if err != nil {
-		ln.Close()
+		closeAll()
 		g.Close()
 		var ce *storage.CorruptionError
 		if errors.As(err, &ce) {
@@ -240,42 +258,81 @@ func (b *Broker) start() error {
 	}
 	b.mu.Lock()
 	if b.closing.Load() {
-		// Close ran while the listener and coordinator were being
+		// Close ran while the listeners and coordinator were being
 		// opened; it saw neither, so close them here.
 		b.mu.Unlock()
-		ln.Close()
+		closeAll()
 		tc.Close()
 		g.Close()
 		return errors.New("broker: closed")
 	}
-	b.ln, b.addr, b.adv, b.groups = ln, ln.Addr().String(), hostPort{host, port}, g
+	b.lns, b.groups = lns, g
 	b.txnc.Store(tc)
 	b.listening = true
-	b.wg.Add(1) // under mu, so that Close's wg.Wait cannot run before it
+	b.wg.Add(len(lns)) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
-	b.cfg.logger.Info("sluice broker listening", "addr", b.addr, "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))), "data", b.cfg.dataDir)
-	go b.acceptLoop(ln)
+	for _, l := range lns {
+		b.cfg.logger.Info("sluice broker listening", "listener", l.Protocol, "addr", l.addr, "advertised", net.JoinHostPort(l.adv.host, strconv.Itoa(int(l.adv.port))), "data", b.cfg.dataDir)
+		go b.acceptLoop(l)
+	}
 	return nil
 }
 
-// Addr is the address the broker listens on (after Start), such as
-// "127.0.0.1:41234".
+// listen binds one listener.
+func (b *Broker) listen(lc Listener) (*listener, error) {
+	ln, err := net.Listen("tcp", lc.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen %s: %w", lc.Protocol, err)
+	}
+	adv := lc.Advertise
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	host, port, err := splitHostPort(adv)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("broker: advertised address %q: %w", adv, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		// A wildcard is not an address a client can dial.
+		host = "127.0.0.1"
+	}
+	l := &listener{Listener: lc, ln: ln, addr: ln.Addr().String(), adv: hostPort{host, port}}
+	if lc.tls() {
+		l.tlsc = b.tls.serverConfig(lc)
+	}
+	return l, nil
+}
+
+// Addr is the address the broker's first listener listens on (after
+// Start), such as "127.0.0.1:41234".
 func (b *Broker) Addr() string {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.addr
+	if len(b.lns) == 0 {
+		return ""
+	}
+	return b.lns[0].addr
 }
 
-// advertised returns the address clients are told to use.
-func (b *Broker) advertised() hostPort {
+// ListenerAddr is the address the listener with the given security
+// protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) listens on after
+// Start, or "" if there is none.
+func (b *Broker) ListenerAddr(protocol string) string {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.adv
+	for _, l := range b.lns {
+		if l.Protocol == protocol {
+			return l.addr
+		}
+	}
+	return ""
 }
 
 // acceptLoop accepts connections until the listener is closed.
-func (b *Broker) acceptLoop(ln net.Listener) {
+func (b *Broker) acceptLoop(l *listener) {
 	defer b.wg.Done()
+	ln := l.ln
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -301,7 +358,7 @@ func (b *Broker) acceptLoop(ln net.Listener) {
 			nc.Close()
 			continue
 		}
-		c := newConn(b, nc)
+		c := newConn(b, nc, l)
 		b.mu.Lock()
 		if b.closing.Load() {
 			b.mu.Unlock()
@@ -337,14 +394,14 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closing.Store(true)
 		b.mu.Lock()
-		ln, g := b.ln, b.groups
+		lns, g := b.lns, b.groups
 		conns := make([]*conn, 0, len(b.conns))
 		for c := range b.conns {
 			conns = append(conns, c)
 		}
 		b.mu.Unlock()
-		if ln != nil {
-			ln.Close()
+		for _, l := range lns {
+			l.ln.Close()
 		}
 		b.stop()
 		for _, c := range conns {

@@ -97,9 +97,7 @@ type staticConfig struct {
 // staticConfigs lists the read-only broker configs DescribeConfigs
 // reports on broker 0.
 func (b *Broker) staticConfigs() map[string]staticConfig {
-	adv := b.advertised()
-	listener := "PLAINTEXT://" + b.cfg.listenAddr
-	advertised := "PLAINTEXT://" + adv.host + ":" + strconv.Itoa(int(adv.port))
+	listener, advertised := b.listenerConfigs()
 	flush := "1"
 	if b.cfg.fsync != acceptor.FsyncAlways {
 		flush = strconv.FormatInt(math.MaxInt64, 10)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,18 @@ type cfg struct {
 	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
 	partitionMetrics  bool
 	logRequests       bool
+
+	// Security (security.go).
+	listeners                    []Listener
+	tlsCert, tlsKey, tlsClientCA string
+	tlsConfig                    *tls.Config
+	saslMechs                    []string
+	authorize                    bool
+	superUsers                   []string
+	allowIfNoACL                 bool
+	bootstrapUser                string
+	bootstrapPassword            string
+	authFailBase                 time.Duration // first failed-authentication delay (tests shorten it)
 }
 
 // Defaults.
@@ -76,6 +89,7 @@ func defaultCfg() cfg {
 		diskInterval:      DefaultDiskCheck,
 		fs:                vfs.OS(),
 		partitionMetrics:  true,
+		authFailBase:      authFailBase,
 	}
 }
 
@@ -115,7 +129,7 @@ func (c *cfg) validate() error {
 	if c.diskInterval <= 0 {
 		return fmt.Errorf("broker: DiskCheckInterval %v must be positive", c.diskInterval)
 	}
-	return nil
+	return c.validateSecurity()
 }
 
 // DataDir sets the directory holding every topic, partition log and the

@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/auth"
 )
 
 // conn is one client connection.
@@ -48,6 +51,14 @@ type conn struct {
 
 	mu   sync.Mutex // guards idle
 	idle bool       // waiting for the first byte of a new request
+
+	// Security state, used only by the read loop (serve and the
+	// handlers it runs; requests copy the principal).
+	lis       *listener
+	principal string       // who the connection acts as (see security.go)
+	authed    bool         // SASL listener: the SASL exchange succeeded
+	sasl      auth.Session // the SASL exchange after SaslHandshake
+	saslRaw   bool         // SaslHandshake v0: the next frames are bare SASL tokens
 }
 
 // maxInFlight bounds the requests read but not yet answered on one
@@ -73,16 +84,39 @@ type deferredReply struct {
 	finish        func() kmsg.Response
 }
 
-func newConn(b *Broker, nc net.Conn) *conn {
+func newConn(b *Broker, nc net.Conn, l *listener) *conn {
 	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
 	if err != nil {
 		host = nc.RemoteAddr().String()
 	}
+	if l.tlsc != nil {
+		// Record bytes then go through crypto/tls: sendfile does not
+		// apply (storage.Slice.WriteTo copies through a buffer).
+		nc = tls.Server(nc, l.tlsc)
+	}
 	return &conn{
 		b: b, nc: nc, host: host, w: bufio.NewWriterSize(nc, 64<<10), r: bufio.NewReaderSize(nc, 64<<10),
 		out: make(chan *pending, maxInFlight), writerDone: make(chan struct{}),
-		idle: true, // no request has started
+		idle:      true, // no request has started
+		lis:       l,
+		principal: auth.Anonymous,
 	}
+}
+
+// handshake runs the TLS handshake of a TLS listener's connection and
+// takes the principal from a verified client certificate. It is bounded
+// by the idle timeout and interrupted by Close like an idle read.
+func (c *conn) handshake() error {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("TLS handshake: %w", err)
+	}
+	c.principal = certPrincipal(tc.ConnectionState())
+	return nil
 }
 
 // interruptIfIdle ends the read of a connection waiting for a request.
@@ -123,6 +157,16 @@ func (c *conn) serve() {
 		close(c.out)
 		<-c.writerDone
 	}()
+	if !c.setIdle(true) {
+		return
+	}
+	if err := c.handshake(); err != nil {
+		if !c.b.closing.Load() {
+			c.b.metrics.authFailures.Inc()
+			log.Info("closing connection", "err", err)
+		}
+		return
+	}
 	for {
 		if !c.setIdle(true) {
 			return
@@ -135,7 +179,11 @@ func (c *conn) serve() {
 			return
 		}
 		if err := c.dispatch(frame); err != nil {
-			c.b.metrics.badRequests.Inc()
+			if errors.Is(err, errAuthFailed) {
+				c.b.metrics.authFailures.Inc()
+			} else {
+				c.b.metrics.badRequests.Inc()
+			}
 			log.Info("closing connection", "err", err)
 			return
 		}
@@ -204,7 +252,7 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, fmt.Errorf("read request size: %w", err)
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 8 {
+	if n < 8 && !(c.saslRaw && n >= 0) {
 		return nil, fmt.Errorf("request size %d is too small for a request header", n)
 	}
 	if n > c.b.cfg.maxRequestBytes {
@@ -315,6 +363,9 @@ var errTooNewApiVersions = errors.New("ApiVersions version too new")
 // connection is closed once the responses before it are written.
 func (c *conn) dispatch(frame []byte) error {
 	p := &pending{start: time.Now()}
+	if c.saslRaw {
+		return c.rawSASL(p, frame)
+	}
 	h, req, err := decodeRequest(frame)
 	if errors.Is(err, errTooNewApiVersions) {
 		// Answer in v0 so that any client can read the supported range
@@ -328,13 +379,16 @@ func (c *conn) dispatch(frame []byte) error {
 		return err
 	}
 	p.corr, p.version, p.name = h.corr, h.version, kmsg.NameForKey(h.key)
-	r := &request{ctx: c.b.stopCtx, b: c.b, clientID: h.clientID, host: c.host, kreq: req}
+	if err := c.admit(h.key); err != nil {
+		return err
+	}
+	r := &request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, kreq: req}
 	p.resp, p.err = apis[h.key].h(r)
 	if p.err != nil {
 		p.err = fmt.Errorf("%s: %w", p.name, p.err)
 	}
 	c.out <- p // blocks while maxInFlight responses are pending
-	return nil
+	return r.closeAfter
 }
 
 // writeResponse writes one response frame. Fetch responses stream their
@@ -343,6 +397,9 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
 	if fr, ok := resp.(*fetchReply); ok {
 		return fr.write(c, corr)
+	}
+	if rr, ok := resp.(*rawReply); ok {
+		return rr.write(c)
 	}
 	buf := make([]byte, 8, 256)
 	binary.BigEndian.PutUint32(buf[4:], uint32(corr))

@@ -18,7 +18,7 @@ func TestCloseInterruptsConnectionBetweenIdleAndRead(t *testing.T) {
 	server, client := net.Pipe()
 	defer client.Close()
 	defer server.Close()
-	c := newConn(b, server)
+	c := newConn(b, server, &listener{Listener: Listener{Protocol: Plaintext}})
 
 	if !c.setIdle(true) { // the read loop, about to read a request
 		t.Fatal("setIdle(true) refused before Close")

@@ -34,6 +34,17 @@
 // reads below the high watermark and streams whole stored batches to the
 // socket with sendfile (api_fetch.go).
 //
+// # Security
+//
+// Listeners (security.go) carry a security protocol: SSL and SASL_SSL
+// wrap each connection in crypto/tls (certificates swapped by
+// ReloadTLS), SASL listeners admit only ApiVersions and the SASL APIs
+// until the exchange (api_sasl.go, over internal/auth's credential
+// store) succeeds. With Authorization on, handlers check what apiACLs
+// (authz.go) declares for their API, Kafka's documented table, through
+// request.allowed; authz_test.go holds the table and fails for an API
+// without a declaration.
+//
 // # Faults
 //
 // New takes the data directory's lock (<data>/LOCK) and Close releases
@@ -50,8 +61,10 @@
 //
 // Broker.adminMu (topic and partition changes, producer-id blocks; held
 // across their file I/O), then Broker.mu (topic map, connection set,
-// listener and addresses), then conn.mu (a connection's idle flag).
-// Broker.diskMu (the disk-check channel) is taken alone.
+// listeners), then conn.mu (a connection's idle flag).
+// Broker.diskMu (the disk-check channel) is taken alone; tlsState.mu,
+// authFailures.mu and the locks of internal/auth's stores are leaves:
+// nothing else is taken while they are held.
 // Locks of the packages below (acceptor, storage, groups) are taken only
 // inside their calls and never call back into the broker while held,
 // except groups' PartitionExists, which takes Broker.mu shared.

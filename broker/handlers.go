@@ -15,6 +15,12 @@ type request struct {
 	clientID string // client.id from the request header ("" when null)
 	host     string // the client's remote host
 	kreq     kmsg.Request
+	c        *conn // the connection; its SASL state is the read loop's (SASL handlers run there)
+	// principal is who the request acts as, for the authorizer.
+	principal string
+	// closeAfter, set by a handler, closes the connection once its
+	// response is written (a failed authentication).
+	closeAfter error
 }
 
 // handler serves one API. It returns the response to write, or nil to

@@ -12,6 +12,7 @@ type metrics struct {
 	conns         prometheus.Gauge
 	connsRejected prometheus.Counter
 	badRequests   prometheus.Counter
+	authFailures  prometheus.Counter
 	oversized     prometheus.Counter
 	topics        prometheus.Gauge
 	fetchBytes    prometheus.Counter
@@ -37,6 +38,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "sluice", Subsystem: "broker", Name: "bad_requests_total",
 			Help: "Connections closed because of a request that could not be served (malformed, unknown API, unsupported version).",
 		}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "authentication_failures_total",
+			Help: "Connections closed because a TLS handshake or SASL authentication failed.",
+		}),
 		oversized: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "sluice", Subsystem: "broker", Name: "oversized_requests_total",
 			Help: "Connections closed because a request exceeded MaxRequestBytes.",
@@ -52,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		diskFree: newDiskFreeGauge(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.oversized, m.topics, m.fetchBytes, m.diskFree)
+		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.authFailures, m.oversized, m.topics, m.fetchBytes, m.diskFree)
 	}
 	return m
 }

@@ -28,3 +28,24 @@ func Start(t testing.TB, opts ...broker.Opt) *broker.Broker {
 	})
 	return b
 }
+
+// Secure starts a broker with SSL and SASL_SSL listeners (and a
+// PLAINTEXT one) on random ports, certificates from certs (client
+// certificates verified against its CA), authorization on, the given
+// superusers, and a bootstrap superuser admin/admin-secret; opts apply
+// after those.
+func Secure(t testing.TB, certs *Certs, opts ...broker.Opt) *broker.Broker {
+	t.Helper()
+	all := append([]broker.Opt{
+		broker.Listeners(
+			broker.Listener{Protocol: broker.Plaintext, Addr: "127.0.0.1:0"},
+			broker.Listener{Protocol: broker.SSL, Addr: "127.0.0.1:0"},
+			broker.Listener{Protocol: broker.SASLSSL, Addr: "127.0.0.1:0"},
+		),
+		broker.TLSFiles(certs.ServerCert, certs.ServerKey, certs.CAFile),
+		broker.Authorization(true),
+		broker.SuperUsers("admin"),
+		broker.BootstrapUser("admin", "admin-secret"),
+	}, opts...)
+	return Start(t, all...)
+}

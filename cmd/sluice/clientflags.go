@@ -32,6 +32,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/clientauth"
 )
 
 // defaultBrokers is the seed broker list when neither -b nor
@@ -44,19 +46,20 @@ type clientFlags struct {
 	brokers string
 	timeout time.Duration
 
-	// TLS and SASL settings (--tls-ca, --tls-cert, --tls-key,
-	// --sasl-mechanism, --user, --password) go here: register their
-	// flags in addClientFlags and turn them into kgo options in kgoOpts,
-	// so every client command gets them at once.
+	// sec is TLS and SASL (--tls-ca, --tls-cert, --tls-key,
+	// --sasl-mechanism, --user, --password; env SLUICE_TLS_CA,
+	// SLUICE_USER, SLUICE_PASSWORD), turned into kgo options by kgoOpts.
+	sec clientauth.Config
 }
 
-// addClientFlags registers -b/--brokers and --timeout on cmd.
-func addClientFlags(cmd *cobra.Command) *clientFlags {
+// addClientFlags registers -b/--brokers, --timeout and the TLS and SASL
+// flags on cmd, except those named in skip.
+func addClientFlags(cmd *cobra.Command, skip ...string) *clientFlags {
 	cf := &clientFlags{cmd: cmd}
 	fs := cmd.Flags()
 	fs.StringVarP(&cf.brokers, "brokers", "b", defaultBrokers, "comma-separated seed brokers (env SLUICE_BROKERS)")
 	fs.DurationVar(&cf.timeout, "timeout", 10*time.Second, "limit on each network step: connecting, each request, each delivery")
-	// TLS and SASL flags: register them here.
+	cf.sec.AddFlags(fs, skip...)
 	return cf
 }
 
@@ -81,11 +84,14 @@ func (cf *clientFlags) seeds() ([]string, error) {
 	return seeds, nil
 }
 
-// kgoOpts returns the client options for the connection flags. TLS and
-// SASL options join here (loading a CA or key file may fail: the error
-// return is for them).
+// kgoOpts returns the client options for the connection flags, TLS and
+// SASL included (loading a CA or key file may fail).
 func (cf *clientFlags) kgoOpts(seeds []string) ([]kgo.Opt, error) {
-	return []kgo.Opt{
+	sec, err := cf.sec.Opts()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.DialTimeout(cf.timeout),
 		kgo.RetryTimeout(cf.timeout),
@@ -94,7 +100,7 @@ func (cf *clientFlags) kgoOpts(seeds []string) ([]kgo.Opt, error) {
 		kgo.RecordDeliveryTimeout(max(cf.timeout, time.Second)), // kgo's minimum
 		kgo.MetadataMinAge(100 * time.Millisecond),
 		kgo.ClientID("sluice-cli"),
-	}, nil
+	}, sec...), nil
 }
 
 // conn is a connected client: a kgo client and its admin view.

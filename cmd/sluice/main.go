@@ -34,6 +34,8 @@ func subcommands() []*cobra.Command {
 		newBenchCmd(),
 		newMirrorCmd(),
 		newRepairCmd(),
+		newUserCmd(),
+		newACLCmd(),
 	}
 }
 
@@ -44,10 +46,13 @@ func newRootCmd() *cobra.Command {
 		Long: `Sluice is a durable, Kafka-wire-compatible streaming log in one binary.
 
 "sluice serve" runs a broker. The client commands (topic, produce,
-consume, group, bench) work against Sluice, Kafka or Redpanda: they take
--b/--brokers (env SLUICE_BROKERS, default 127.0.0.1:9092) and --timeout.
-"sluice mirror" copies between two clusters (--from, --to); "sluice
-repair" checks a stopped broker's data directory.`,
+consume, group, user, acl, bench) work against Sluice, Kafka or Redpanda:
+they take -b/--brokers (env SLUICE_BROKERS, default 127.0.0.1:9092) and
+--timeout, and connect over TLS and SASL with --tls-ca, --tls-cert and
+--tls-key, --sasl-mechanism, --user and --password (env SLUICE_TLS_CA,
+SLUICE_USER, SLUICE_PASSWORD). "sluice mirror" copies between two
+clusters (--from, --to); "sluice repair" checks a stopped broker's data
+directory.`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runGroup,
 		SilenceErrors: true,

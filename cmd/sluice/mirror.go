@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"sluice/clientauth"
 	"sluice/internal/mirror"
 )
 
@@ -27,6 +28,8 @@ func newMirrorCmd() *cobra.Command {
 		once                                     bool
 		rf                                       int16
 		interval, timeout                        time.Duration
+		fromSec                                  = clientauth.Config{EnvPrefix: "SLUICE_FROM_"}
+		toSec                                    = clientauth.Config{EnvPrefix: "SLUICE_TO_"}
 	)
 	cmd := &cobra.Command{
 		Use:   "mirror --from ADDR --to ADDR [--topics REGEX] [--groups REGEX] [--once]",
@@ -61,6 +64,12 @@ at the source end offsets read at start (the cutover mode).`,
 				Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 			}
 			var err error
+			if cfg.SourceOpts, err = fromSec.Opts(); err != nil {
+				return usagef("mirror: source: %w", err)
+			}
+			if cfg.TargetOpts, err = toSec.Opts(); err != nil {
+				return usagef("mirror: target: %w", err)
+			}
 			if cfg.Topics, err = compileFlag("--topics", topics); err != nil {
 				return err
 			}
@@ -101,6 +110,8 @@ at the source end offsets read at start (the cutover mode).`,
 	f.DurationVar(&interval, "interval", 5*time.Second, "progress line and group translation interval")
 	f.DurationVar(&timeout, "timeout", 15*time.Second, "timeout of each admin request and first connection")
 	f.StringVar(&httpAddr, "http", "", "serve Prometheus metrics at http://ADDR/metrics")
+	fromSec.AddPrefixedFlags(f, "from-", "the source")
+	toSec.AddPrefixedFlags(f, "to-", "the target")
 	return cmd
 }
 

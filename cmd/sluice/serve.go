@@ -50,6 +50,7 @@ beats the default.`,
 	fs.DurationVar(&o.txnMaxTimeout, "transaction-max-timeout", broker.DefaultTransactionMaxTimeout, "largest transaction timeout a producer may ask for (transaction.max.timeout.ms)")
 	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
+	o.sec.addFlags(fs)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -71,6 +72,7 @@ type serveOptions struct {
 	txnMaxTimeout           time.Duration
 	diskLow                 int64
 	http                    *serveHTTP
+	sec                     serveSecurity
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -109,6 +111,10 @@ func serve(ctx context.Context, o serveOptions) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	secOpts, err := o.sec.opts()
+	if err != nil {
+		return err
+	}
 	opts := []broker.Opt{
 		broker.DataDir(o.data),
 		broker.ListenAddr(o.listen),
@@ -125,7 +131,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.diskLow >= 0 {
 		opts = append(opts, broker.DiskLowWatermark(o.diskLow))
 	}
-	b, err := broker.New(opts...)
+	b, err := broker.New(append(opts, secOpts...)...)
 	if err != nil {
 		return err
 	}
@@ -140,6 +146,8 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 
+	stopHUP := reloadOnHUP(b, &o.sec, logger)
+	defer stopHUP()
 	<-ctx.Done()
 	signal.Reset(os.Interrupt, syscall.SIGTERM) // a second signal kills the process
 	logger.Info("shutting down")

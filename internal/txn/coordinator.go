@@ -110,6 +110,12 @@ type entry struct {
 	// the log. The id's next record supersedes it; the sweep and Close
 	// write it for ids that stay idle.
 	dirty bool
+	// undecided (guarded by op): recovery could not tell whether this
+	// Ongoing transaction's commit had already written markers (a
+	// partition could not be read). Until a later roll-forward succeeds,
+	// nothing may abort it: an abort could leave COMMIT markers on some
+	// partitions and ABORT markers on others.
+	undecided bool
 }
 
 // Coordinator is the transaction coordinator.
@@ -320,11 +326,13 @@ func (c *Coordinator) rollForward(e *entry) {
 	if t == nil || t.State != Ongoing || c.cfg.CommittedSince == nil || !t.knowsSince() {
 		return
 	}
+	e.undecided = false
 	for i, tp := range t.Partitions {
 		found, err := c.cfg.CommittedSince(t.PID, tp, t.Since[i])
 		if err != nil {
-			c.cfg.Logger.Error("txn: cannot tell whether an open transaction was being committed; leaving it open",
+			c.cfg.Logger.Error("txn: cannot tell whether an open transaction was being committed; leaving it open, undecided, and retrying",
 				"transactional_id", t.ID, "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			e.undecided = true
 			return
 		}
 		if !found {
@@ -334,6 +342,7 @@ func (c *Coordinator) rollForward(e *entry) {
 			"transactional_id", t.ID, "producer_id", t.PID, "epoch", t.Epoch)
 		if _, err := c.end(e, t, true, t.Epoch); err != nil {
 			c.cfg.Logger.Warn("txn: finishing a commit failed; will retry", "transactional_id", t.ID, "err", err)
+			e.undecided = true // the next sweep retries the roll-forward, never an abort
 		}
 		return
 	}
@@ -386,9 +395,15 @@ func (c *Coordinator) Sweep() {
 
 func (c *Coordinator) sweepOne(e *entry) {
 	e.op.Lock()
+	undecided := e.undecided
+	e.op.Unlock()
+	if undecided {
+		c.rollForward(e)
+	}
+	e.op.Lock()
 	defer e.op.Unlock()
 	t := c.current(e)
-	if t == nil {
+	if t == nil || e.undecided {
 		return
 	}
 	switch {

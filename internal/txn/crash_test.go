@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -371,5 +372,75 @@ func TestRollForwardCommit(t *testing.T) {
 	defer s.mu.Unlock()
 	if len(s.markers) != before {
 		t.Fatalf("markers %+v: recovery wrote markers for the open second transaction", s.markers[before:])
+	}
+}
+
+// TestUndecidedAfterRecovery: when recovery cannot read a partition to
+// tell whether an open transaction's commit had written markers, the
+// transaction is neither aborted (by its timeout, a new InitProducerId or
+// an EndTxn abort) nor given new partitions until a later sweep can
+// tell; then the commit is finished.
+func TestUndecidedAfterRecovery(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	now := func() time.Time { return clock }
+	fs := vfs.NewMem()
+	s := newSink()
+	c, err := Open(s.config(fs, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, _ := c.InitProducerID("a", 60000, -1, -1)
+	if codes := c.AddPartitions("a", pid, epoch, []TopicPartition{tpA0, tpA1}); codes[0] != 0 || codes[1] != 0 {
+		t.Fatal(codes)
+	}
+	fs.Inject(vfs.FailFromSeq(fs.Seq()+1, syscall.EIO))
+	if code := c.EndTxn("a", pid, epoch, true); code != codeConcurrent {
+		t.Fatalf("EndTxn with a failing log: code %d, want CONCURRENT_TRANSACTIONS", code)
+	}
+	c.Close()
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+
+	clock = clock.Add(time.Hour) // long past the transaction's timeout
+	cfg := s.config(crashed, now)
+	var unreadable atomic.Bool
+	unreadable.Store(true)
+	committedSince := cfg.CommittedSince
+	cfg.CommittedSince = func(pid int64, tp TopicPartition, from int64) (bool, error) {
+		if unreadable.Load() {
+			return false, syscall.EIO
+		}
+		return committedSince(pid, tp, from)
+	}
+	r, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if a := r.Describe([]string{"a"})[0]; a.State != Ongoing {
+		t.Fatalf("an undecided transaction recovered as %s; it must stay open", a.State)
+	}
+	if d := s.decisions(pid); d[false] != 0 {
+		t.Fatalf("ABORT markers written for a transaction whose COMMIT markers may exist: %+v", s.markers)
+	}
+	if _, _, code := r.InitProducerID("a", 60000, -1, -1); code != codeConcurrent {
+		t.Fatalf("InitProducerId on an undecided transaction: code %d, want CONCURRENT_TRANSACTIONS", code)
+	}
+	if code := r.EndTxn("a", pid, epoch, false); code != codeConcurrent {
+		t.Fatalf("abort of an undecided transaction: code %d, want CONCURRENT_TRANSACTIONS", code)
+	}
+	if codes := r.AddPartitions("a", pid, epoch, []TopicPartition{tpA0}); codes[0] != codeConcurrent {
+		t.Fatalf("AddPartitions to an undecided transaction: codes %v, want CONCURRENT_TRANSACTIONS", codes)
+	}
+	r.Sweep() // still unreadable: nothing changes
+	if a := r.Describe([]string{"a"})[0]; a.State != Ongoing || s.decisions(pid)[false] != 0 {
+		t.Fatalf("a sweep decided an unreadable transaction: %s, markers %+v", a.State, s.markers)
+	}
+	unreadable.Store(false)
+	r.Sweep()
+	if a := r.Describe([]string{"a"})[0]; a.State != CompleteCommit {
+		t.Fatalf("after the partitions became readable: %s, want CompleteCommit", a.State)
+	}
+	if d := s.decisions(pid); d[false] != 0 {
+		t.Fatalf("ABORT markers written: %+v", s.markers)
 	}
 }

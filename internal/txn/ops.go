@@ -97,6 +97,12 @@ func (c *Coordinator) InitProducerID(id string, timeoutMs int32, pid int64, epoc
 			return -1, -1, codeConcurrent
 		}
 	case Ongoing:
+		if e.undecided {
+			// Recovery could not yet tell whether this transaction was
+			// being committed; the sweep retries. Until then it is
+			// neither aborted nor committed.
+			return -1, -1, codeConcurrent
+		}
 		// Fence the old incarnation: abort its transaction at a bumped epoch.
 		mepoch := t.Epoch
 		if mepoch < math.MaxInt16-1 {
@@ -137,9 +143,9 @@ func (c *Coordinator) begin(id string, pid int64, epoch int16) (*entry, *Txn, in
 	e.op.Lock()
 	t := c.current(e)
 	code := checkProducer(t, pid, epoch)
-	if code == 0 && (t.State == PrepareCommit || t.State == PrepareAbort) {
+	if code == 0 && (t.State == PrepareCommit || t.State == PrepareAbort || e.undecided) {
 		// The previous EndTxn's markers are still being written (retried
-		// by the sweep).
+		// by the sweep), or recovery could not yet tell whether they were.
 		code = codeConcurrent
 	}
 	if code != 0 {
@@ -298,6 +304,12 @@ func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool) int
 	}
 	switch t.State {
 	case Ongoing:
+		if e.undecided && !commit {
+			// Its commit may have written markers already (recovery could
+			// not read a partition yet): only a commit is safe until the
+			// sweep has looked again.
+			return codeConcurrent
+		}
 		end := c.end
 		if commit && c.overlaps(t) {
 			end = c.endOverlapped

@@ -1,0 +1,132 @@
+package broker
+
+// Authorization: what each API needs, and the checks handlers call.
+//
+// apiACLs declares, for every API the broker serves, the ACL operations
+// and resource types its handler checks, following Kafka's documented
+// table ("Operations and Resources on Protocols"). A handler checks them
+// with request.allowed; TestAPIAuthorization (authz_test.go) fails for
+// any registered API without a declaration here, for a declaration that
+// differs from Kafka's table, and for a handler that checks anything it
+// does not declare or skips an unconditional need. With authorization
+// on, a request for an API without a declaration closes the connection
+// (conn.admit), so a new API is never served unchecked.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// aclNeed is one check an API makes.
+type aclNeed struct {
+	op   kmsg.ACLOperation
+	res  kmsg.ACLResourceType
+	when string // "" when always checked; else the condition, for readers
+}
+
+// Short names for the table.
+const (
+	opRead            = kmsg.ACLOperationRead
+	opWrite           = kmsg.ACLOperationWrite
+	opCreate          = kmsg.ACLOperationCreate
+	opDelete          = kmsg.ACLOperationDelete
+	opAlter           = kmsg.ACLOperationAlter
+	opDescribe        = kmsg.ACLOperationDescribe
+	opClusterAction   = kmsg.ACLOperationClusterAction
+	opDescribeConfigs = kmsg.ACLOperationDescribeConfigs
+	opAlterConfigs    = kmsg.ACLOperationAlterConfigs
+	opIdempotentWrite = kmsg.ACLOperationIdempotentWrite
+
+	resTopic   = kmsg.ACLResourceTypeTopic
+	resGroup   = kmsg.ACLResourceTypeGroup
+	resCluster = kmsg.ACLResourceTypeCluster
+	resTxnID   = kmsg.ACLResourceTypeTransactionalId
+)
+
+// apiACLs is the declaration for every served API (nil: no check, for
+// the APIs a client uses before it has a principal).
+var apiACLs = map[int16][]aclNeed{
+	kmsg.ApiVersions.Int16():      nil,
+	kmsg.SASLHandshake.Int16():    nil,
+	kmsg.SASLAuthenticate.Int16(): nil,
+
+	kmsg.Produce.Int16(): {{opWrite, resTopic, ""}, {opWrite, resTxnID, "transactional"}},
+	kmsg.Fetch.Int16():   {{opRead, resTopic, ""}, {opClusterAction, resCluster, "follower fetch"}},
+	kmsg.ListOffsets.Int16(): {
+		{opDescribe, resTopic, ""}},
+	kmsg.Metadata.Int16(): {{opDescribe, resTopic, ""}, {opCreate, resCluster, "auto-create"}, {opCreate, resTopic, "auto-create"}},
+
+	kmsg.OffsetCommit.Int16():    {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
+	kmsg.OffsetFetch.Int16():     {{opDescribe, resGroup, ""}, {opDescribe, resTopic, ""}},
+	kmsg.FindCoordinator.Int16(): {{opDescribe, resGroup, "group key"}, {opDescribe, resTxnID, "transaction key"}},
+	kmsg.JoinGroup.Int16():       {{opRead, resGroup, ""}},
+	kmsg.Heartbeat.Int16():       {{opRead, resGroup, ""}},
+	kmsg.LeaveGroup.Int16():      {{opRead, resGroup, ""}},
+	kmsg.SyncGroup.Int16():       {{opRead, resGroup, ""}},
+	kmsg.DescribeGroups.Int16():  {{opDescribe, resGroup, ""}},
+	kmsg.ListGroups.Int16():      {{opDescribe, resCluster, ""}, {opDescribe, resGroup, "without cluster DESCRIBE"}},
+	kmsg.DeleteGroups.Int16():    {{opDelete, resGroup, ""}},
+	kmsg.OffsetDelete.Int16():    {{opDelete, resGroup, ""}, {opRead, resTopic, ""}},
+
+	kmsg.CreateTopics.Int16():     {{opCreate, resCluster, ""}, {opCreate, resTopic, "without cluster CREATE"}, {opDescribeConfigs, resTopic, "v5+ configs in the response"}},
+	kmsg.DeleteTopics.Int16():     {{opDelete, resTopic, ""}, {opDescribe, resTopic, "topic ids"}},
+	kmsg.CreatePartitions.Int16(): {{opAlter, resTopic, ""}},
+	kmsg.InitProducerID.Int16():   {{opWrite, resTxnID, "transactional"}, {opIdempotentWrite, resCluster, "idempotent"}, {opWrite, resTopic, "idempotent, without cluster IDEMPOTENT_WRITE"}},
+	kmsg.DescribeConfigs.Int16():  {{opDescribeConfigs, resCluster, "broker resources"}, {opDescribeConfigs, resTopic, "topic resources"}},
+	kmsg.DescribeCluster.Int16():  {{opDescribe, resCluster, ""}},
+
+	kmsg.AddPartitionsToTxn.Int16():   {{opWrite, resTxnID, ""}, {opWrite, resTopic, ""}},
+	kmsg.AddOffsetsToTxn.Int16():      {{opWrite, resTxnID, ""}, {opRead, resGroup, "transactional id allowed"}},
+	kmsg.EndTxn.Int16():               {{opWrite, resTxnID, ""}},
+	kmsg.TxnOffsetCommit.Int16():      {{opWrite, resTxnID, ""}, {opRead, resGroup, "transactional id allowed"}, {opRead, resTopic, "group allowed"}},
+	kmsg.WriteTxnMarkers.Int16():      {{opClusterAction, resCluster, ""}},
+	kmsg.DescribeProducers.Int16():    {{opRead, resTopic, ""}},
+	kmsg.DescribeTransactions.Int16(): {{opDescribe, resTxnID, ""}, {opDescribe, resTopic, "the transaction's partitions"}},
+	kmsg.ListTransactions.Int16():     {{opDescribe, resTxnID, "each transaction listed"}},
+
+	kmsg.AlterConfigs.Int16():               {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}},
+	kmsg.IncrementalAlterConfigs.Int16():    {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}},
+	kmsg.DeleteRecords.Int16():              {{opDelete, resTopic, ""}},
+	kmsg.DescribeLogDirs.Int16():            {{opDescribe, resCluster, ""}},
+	kmsg.OffsetForLeaderEpoch.Int16():       {{opDescribe, resTopic, "client"}, {opClusterAction, resCluster, "replica"}},
+	kmsg.ElectLeaders.Int16():               {{opAlter, resCluster, ""}},
+	kmsg.AlterPartitionAssignments.Int16():  {{opAlter, resCluster, ""}},
+	kmsg.ListPartitionReassignments.Int16(): {{opDescribe, resCluster, ""}},
+	kmsg.DescribeClientQuotas.Int16():       {{opDescribeConfigs, resCluster, ""}},
+	kmsg.AlterClientQuotas.Int16():          {{opAlterConfigs, resCluster, ""}},
+
+	kmsg.DescribeACLs.Int16():                 {{opDescribe, resCluster, ""}},
+	kmsg.CreateACLs.Int16():                   {{opAlter, resCluster, ""}},
+	kmsg.DeleteACLs.Int16():                   {{opAlter, resCluster, ""}},
+	kmsg.DescribeUserSCRAMCredentials.Int16(): {{opDescribe, resCluster, ""}},
+	kmsg.AlterUserSCRAMCredentials.Int16():    {{opAlter, resCluster, ""}},
+}
+
+// authorizer decides one check (auth.Authorizer; a recorder in tests).
+type authorizer interface {
+	Authorize(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool
+}
+
+// allowed reports whether the request's principal may perform op on the
+// resource; always true with authorization off.
+func (r *request) allowed(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
+	if r.b.authz == nil {
+		return true
+	}
+	return r.b.authz.Authorize(r.principal, r.host, op, rt, name)
+}
+
+// allowedCluster is allowed on the cluster resource.
+func (r *request) allowedCluster(op kmsg.ACLOperation) bool {
+	return r.allowed(op, resCluster, "kafka-cluster")
+}
+
+// mayWriteAnyTopic reports whether the principal may write to some
+// existing topic (KIP-679's alternative to IDEMPOTENT_WRITE).
+func (r *request) mayWriteAnyTopic() bool {
+	for _, t := range r.b.sortedTopics() {
+		if r.allowed(opWrite, resTopic, t.name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,143 @@
+package main
+
+// sluice user: SCRAM users (DescribeUserScramCredentials and
+// AlterUserScramCredentials; works against Sluice and Kafka). Logic in
+// package clientauth.
+//
+//	sluice user create NAME --password PW [--mechanism SCRAM-SHA-512]...
+//	sluice user delete NAME
+//	sluice user list
+//
+// On user create, --password is the new user's password; the connecting
+// user's comes from SLUICE_PASSWORD.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"sluice/clientauth"
+)
+
+func newUserCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "user",
+		Short: "Create, delete and list SCRAM users",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  runGroup,
+	}
+	cmd.AddCommand(newUserCreateCmd(), newUserDeleteCmd(), newUserListCmd())
+	return cmd
+}
+
+func newUserCreateCmd() *cobra.Command {
+	var password string
+	var mechs []string
+	var iterations int32
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a user or change its password (SCRAM-SHA-256 and SCRAM-SHA-512)",
+		Long: `Create a user or change its password. --password is the new user's
+password (or SLUICE_NEW_PASSWORD); the user running the command
+authenticates with --user and SLUICE_PASSWORD.`,
+		Example: "  sluice user create alice --password secret\n  SLUICE_NEW_PASSWORD=secret sluice user create alice --mechanism SCRAM-SHA-512",
+		Args:    exactArgs(1, "a user name"),
+	}
+	cf := addClientFlags(cmd, "password")
+	cmd.Flags().StringVar(&password, "password", "", "the new user's password (env SLUICE_NEW_PASSWORD)")
+	cmd.Flags().StringSliceVar(&mechs, "mechanism", nil, "SCRAM-SHA-256 and/or SCRAM-SHA-512 (default both)")
+	cmd.Flags().Int32Var(&iterations, "iterations", 8192, "SCRAM iterations (4096-16384)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if password == "" {
+			password = os.Getenv("SLUICE_NEW_PASSWORD")
+		}
+		if password == "" {
+			return usagef("user create: give --password (or SLUICE_NEW_PASSWORD)")
+		}
+		conn, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := conn.step(cmd.Context())
+		defer cancel()
+		if err := clientauth.CreateUser(ctx, conn.adm, args[0], password, iterations, mechs...); err != nil {
+			return conn.wrap("user create "+args[0], err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "created user %s\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+func newUserDeleteCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a user's credentials",
+		Args:  exactArgs(1, "a user name"),
+	}
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		conn, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := conn.step(cmd.Context())
+		defer cancel()
+		if err := clientauth.DeleteUser(ctx, conn.adm, args[0]); err != nil {
+			return conn.wrap("user delete "+args[0], err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "deleted user %s\n", args[0])
+		return nil
+	}
+	return cmd
+}
+
+func newUserListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List users and their mechanisms",
+		Args:  exactArgs(0, "no arguments"),
+	}
+	cf := addClientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		conn, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := conn.step(cmd.Context())
+		defer cancel()
+		users, err := conn.adm.DescribeUserSCRAMs(ctx)
+		if err != nil {
+			return conn.wrap("user list", err)
+		}
+		return printUsers(cmd.OutOrStdout(), users)
+	}
+	return cmd
+}
+
+func printUsers(out io.Writer, users kadm.DescribedUserSCRAMs) error {
+	names := make([]string, 0, len(users))
+	for n := range users {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "USER\tMECHANISMS")
+	for _, n := range names {
+		var ms []string
+		for _, ci := range users[n].CredInfos {
+			ms = append(ms, fmt.Sprintf("%s (%d iterations)", ci.Mechanism, ci.Iterations))
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", n, strings.Join(ms, ", "))
+	}
+	return tw.Flush()
+}
