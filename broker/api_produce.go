@@ -15,10 +15,12 @@ package broker
 //   - Idempotent batches are checked in the partition's acceptor,
 //     serialized with offset assignment (see producers.go): a retried
 //     batch gets its original base offset and is not written again.
-//   - Every partition's append is queued, in order, before any is waited
-//     for, so partitions' fsyncs overlap; the connection reads its next
-//     request as soon as they are queued, so a pipelining producer's
-//     requests share group commits and keep their order per partition.
+//   - Every partition's append is queued, in order, on the connection's
+//     read loop, before any is waited for, so partitions' fsyncs overlap;
+//     the connection's writer waits for them and writes the response
+//     (deferredReply), so the read loop reads the next request at once:
+//     a pipelining producer's requests share group commits and keep their
+//     order per partition.
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION (topics
 //     are auto-created by Metadata, not by Produce).
 //   - Needs WRITE on each topic (else TOPIC_AUTHORIZATION_FAILED on its
@@ -52,9 +54,9 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	b := r.b
-	// Every partition's append is queued here, in request order, before
-	// any is waited for: the read loop moves on to the connection's next
-	// request once they are all queued (r.taken), so a pipelining
+	// Every partition's append is queued here, on the read loop, in
+	// request order; the connection's writer waits for them (finish),
+	// while the read loop reads the next request, so a pipelining
 	// producer's next request joins the same group commit while its
 	// batches keep their order per partition.
 	type queued struct {
@@ -109,22 +111,22 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	if r.taken != nil {
-		r.taken()
-	}
-	for _, q := range waits {
-		base, err := b.wait(context.Background(), q.p, q.a)
-		if err != nil {
-			setProduceError(q.sp, req.Version, err)
-			continue
+	finish := func() kmsg.Response {
+		for _, q := range waits {
+			base, err := b.wait(context.Background(), q.p, q.a)
+			if err != nil {
+				setProduceError(q.sp, req.Version, err)
+				continue
+			}
+			q.sp.BaseOffset = base
+			q.sp.LogStartOffset = q.p.log.StartOffset()
 		}
-		q.sp.BaseOffset = base
-		q.sp.LogStartOffset = q.p.log.StartOffset()
+		if req.Acks == 0 {
+			return nil
+		}
+		return resp
 	}
-	if req.Acks == 0 {
-		return nil, nil
-	}
-	return resp, nil
+	return &deferredReply{Response: resp, finish: finish}, nil
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err error) {

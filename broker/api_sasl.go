@@ -146,7 +146,6 @@ func (c *conn) rawSASL(p *pending, token []byte) error {
 		return fmt.Errorf("%w: %w", errAuthFailed, err)
 	}
 	p.resp = &rawReply{SASLAuthenticateResponse: kmsg.NewPtrSASLAuthenticateResponse(), data: reply}
-	close(p.done)
 	c.out <- p
 	if done {
 		c.authenticated()

@@ -49,6 +49,7 @@ type Broker struct {
 	fs      vfs.FS
 	metrics *metrics
 	accM    *acceptor.Metrics
+	syncs   chan struct{} // fsync slots shared by every partition's acceptor (acceptor.Config.Syncs)
 
 	// adminMu serializes changes to the set of topics and partitions
 	// (create, delete, add partitions, producer-id reservation) and is
@@ -165,6 +166,7 @@ func New(opts ...Opt) (*Broker, error) {
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
+	b.syncs = make(chan struct{}, maxConcurrentSyncs)
 	b.stopCtx, b.stop = context.WithCancel(context.Background())
 	if err := b.openSecurity(); err != nil {
 		b.stop()

@@ -41,6 +41,7 @@ type cfg struct {
 	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
 	diskInterval      time.Duration // between free-space checks
 	healBackoff       time.Duration // first wait before a failed partition recovers
+	preallocate       int64         // storage.Config.Preallocate (tests); 0: the default
 	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
 	partitionMetrics  bool
 	logRequests       bool
@@ -183,6 +184,12 @@ func CleanerInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.cleanerI
 // acceptors and group coordinator). Default: none.
 func Registerer(r prometheus.Registerer) Opt { return opt(func(c *cfg) { c.registerer = r }) }
 
+// maxConcurrentSyncs bounds the fsyncs the broker's partitions run at once
+// (see acceptor.Config.Syncs). On the disks measured, a few dozen in
+// flight complete as many per second as thousands, while every blocked
+// fdatasync holds an OS thread (docs/architecture.md, "Many partitions").
+const maxConcurrentSyncs = 32
+
 // TransactionMaxTimeout bounds the transaction timeout a transactional
 // producer may ask for; InitProducerId beyond it gets
 // INVALID_TRANSACTION_TIMEOUT. Default 15 minutes
@@ -208,6 +215,11 @@ func DiskCheckInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.diskIn
 
 // withFS substitutes the filesystem (tests: the crash FS).
 func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
+
+// withPreallocate sets how far partitions write zeros ahead of their
+// data (storage.Config.Preallocate; tests: -1 turns it off, so that a
+// partition's files change only when it is written).
+func withPreallocate(n int64) Opt { return opt(func(c *cfg) { c.preallocate = n }) }
 
 // withHealBackoff sets the first wait before a failed partition tries to
 // recover (tests: a short one). Default acceptor.DefaultHealBackoff.

@@ -23,15 +23,17 @@ import (
 // conn is one client connection.
 //
 // Goroutines: serve (the read loop, owned by the Broker and counted in
-// Broker.wg) reads and decodes requests in order and dispatches each one;
+// Broker.wg) reads and decodes requests in order and serves each one;
 // writeLoop (owned by serve, which starts it and waits for it) writes the
-// responses in request order. Most requests are served on the read loop
-// itself. A Produce is served on its own goroutine (owned by writeLoop,
-// which waits for its result): the read loop waits only until every
-// partition's append is in its acceptor's queue, then reads the next
-// request, so a pipelining producer's next request
-// joins the same group commit while its batches keep their order per
-// partition. At most maxInFlight responses are pending at once. The
+// responses in request order. Requests are served on the read loop. A
+// Produce there only validates its batches and queues every partition's
+// append in its acceptor; its response is a deferredReply that
+// writeLoop finishes by waiting for the appends, then writes. So the
+// read loop reads the next request at once, a pipelining producer's next
+// request joins the same group commit while its batches keep their order
+// per partition, and an acknowledgement takes two goroutine hand-offs
+// (read loop to acceptor, acceptor to writer). At most maxInFlight
+// responses are pending at once. The
 // connection stops when the client closes it, sends something that
 // cannot be answered, stays idle past the idle timeout, or the broker
 // closes (which interrupts it only while it waits for a new request);
@@ -64,15 +66,23 @@ type conn struct {
 // connection (Kafka clients send at most 5 produce requests in flight).
 const maxInFlight = 8
 
-// pending is a request whose response writeLoop writes once done closes.
+// pending is a served request whose response writeLoop writes (after
+// finishing it, for a deferredReply).
 type pending struct {
 	corr    int32
 	version int16
 	name    string
 	start   time.Time
-	done    chan struct{}
 	resp    kmsg.Response // nil: no response (acks=0)
 	err     error         // close the connection instead of answering
+}
+
+// deferredReply is a response that writeLoop finishes before writing it:
+// finish waits for what the request queued (a Produce's appends) and
+// returns the response, or nil for none (acks=0).
+type deferredReply struct {
+	kmsg.Response // the response being filled in (for its key and version)
+	finish        func() kmsg.Response
 }
 
 func newConn(b *Broker, nc net.Conn, l *listener) *conn {
@@ -190,7 +200,9 @@ func (c *conn) serve() {
 func (c *conn) writeLoop(log *slog.Logger) {
 	defer close(c.writerDone)
 	for p := range c.out {
-		<-p.done
+		if d, ok := p.resp.(*deferredReply); ok {
+			p.resp = d.finish() // waits even after a failure: the appends use the request's bytes
+		}
 		if c.failed.Load() {
 			continue
 		}
@@ -351,7 +363,7 @@ var errTooNewApiVersions = errors.New("ApiVersions version too new")
 // writeLoop. An error means the request cannot be answered: the
 // connection is closed once the responses before it are written.
 func (c *conn) dispatch(frame []byte) error {
-	p := &pending{start: time.Now(), done: make(chan struct{})}
+	p := &pending{start: time.Now()}
 	if c.saslRaw {
 		return c.rawSASL(p, frame)
 	}
@@ -361,7 +373,6 @@ func (c *conn) dispatch(frame []byte) error {
 		// and downgrade.
 		p.corr, p.name = h.corr, "ApiVersions"
 		p.resp = &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: apiKeys()}
-		close(p.done)
 		c.out <- p
 		return nil
 	}
@@ -373,26 +384,12 @@ func (c *conn) dispatch(frame []byte) error {
 		return err
 	}
 	r := &request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, internal: c.internal, kreq: req}
-	serve := func() {
-		defer close(p.done)
-		p.resp, p.err = apis[h.key].h(r)
-		if p.err != nil {
-			p.err = fmt.Errorf("%s: %w", p.name, p.err)
-		}
+	p.resp, p.err = apis[h.key].h(r)
+	if p.err != nil {
+		p.err = fmt.Errorf("%s: %w", p.name, p.err)
 	}
 	c.out <- p // blocks while maxInFlight responses are pending
-	if h.key != kmsg.Produce.Int16() {
-		serve()
-		return r.closeAfter
-	}
-	taken := make(chan struct{})
-	r.taken = sync.OnceFunc(func() { close(taken) })
-	go serve()
-	select {
-	case <-taken:
-	case <-p.done:
-	}
-	return nil
+	return r.closeAfter
 }
 
 // writeResponse writes one response frame. Fetch responses stream their

@@ -23,10 +23,6 @@ type request struct {
 	// closeAfter, set by a handler, closes the connection once its
 	// response is written (a failed authentication).
 	closeAfter error
-	// taken, set for Produce, is called once every partition's append
-	// is queued in its acceptor (or has failed), so the connection
-	// may read its next request without reordering appends.
-	taken func()
 }
 
 // handler serves one API. It returns the response to write, or nil to

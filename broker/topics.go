@@ -233,6 +233,7 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 	// past the first offset of the oldest one).
 	txns := newTxnIndex()
 	scfg := t.conf.storage()
+	scfg.Preallocate = b.cfg.preallocate
 	scfg.Logger = log
 	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
 	l, err := storage.Open(b.fs, dir, scfg)
@@ -260,6 +261,7 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 	p.acc = acceptor.Start(l, acceptor.Config{
 		Policy:      b.cfg.fsync,
 		Metrics:     b.accM,
+		Syncs:       b.syncs,
 		Logger:      log,
 		HealBackoff: b.cfg.healBackoff,
 		// A healed log may have lost appends that had passed the

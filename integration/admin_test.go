@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sluice/broker"
+	"sluice/internal/batch"
 )
 
 func kadmClient(t *testing.T, addr string) *kadm.Client {
@@ -232,15 +233,12 @@ func TestDeleteRecordsAndLogDirs(t *testing.T) {
 		}
 	}
 
-	// DescribeLogDirs against the files.
+	// DescribeLogDirs against the batches in the files (the active
+	// segment may hold zeros written ahead of its data).
 	var onDisk int64
 	files, _ := filepath.Glob(filepath.Join(n.dir, "topics", "dr", "0", "*.log"))
 	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		onDisk += st.Size()
+		onDisk += batchBytes(t, f)
 	}
 	dirs, err := adm.DescribeLogDirs([]int32{0})
 	if err != nil {
@@ -306,4 +304,29 @@ func kcatPath(t *testing.T) string {
 		return ""
 	}
 	return needKcat(t)
+}
+
+// batchBytes is how many bytes of whole RecordBatches a segment file
+// starts with: all of a sealed segment, and the data of the active one,
+// which may be followed by zeros written ahead of it.
+func batchBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for n < len(b) {
+		h, err := batch.ParseHeader(b[n:])
+		if err != nil || h.Magic != 2 || h.Size() > len(b)-n {
+			break
+		}
+		n += h.Size()
+	}
+	for _, c := range b[n:] {
+		if c != 0 {
+			t.Fatalf("%s: bytes other than zeros after its last batch, at %d", path, n)
+		}
+	}
+	return int64(n)
 }

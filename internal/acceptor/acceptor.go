@@ -18,6 +18,7 @@ type partitionLog interface {
 	NextOffset() int64
 	StartOffset() int64
 	ApplyRetention() (removed int, err error)
+	Preallocate() error
 	Recover(keepUnsynced bool) error
 }
 

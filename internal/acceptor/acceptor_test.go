@@ -815,38 +815,47 @@ func TestEnqueueThenWait(t *testing.T) {
 }
 
 // TestWriteDuringFsyncWaitsForTheNextOne checks the overlap of writes and
-// fsyncs: while an fsync runs on the sync goroutine, the acceptor keeps
-// writing new appends, but an acks=all append written after the fsync
-// started is released (and the high watermark moved past it) only by a
-// later fsync.
+// fsyncs under load: once appends arrive during an fsync, the next fsync
+// runs on the sync goroutine and the acceptor keeps writing new appends,
+// but an acks=all append written after the fsync started is released
+// (and the high watermark moved past it) only by a later fsync.
 func TestWriteDuringFsyncWaitsForTheNextOne(t *testing.T) {
 	fx := newFixture(t, nil)
 	entered, gate := fx.gateSyncs()
 	ctx := context.Background()
 
+	// Load: an append queued while the (inline) fsync of the first one
+	// is held switches the acceptor to overlapping fsyncs.
+	rw, ow := mkReq(1, 100, 9, true)
+	cw := goAppend(ctx, fx.a, rw, ow)
+	expect(t, entered, "append")
+	expect(t, entered, "sync")
 	r0, o0 := mkReq(2, 100, 0, true)
 	c0 := goAppend(ctx, fx.a, r0, o0)
+	waitFor(t, func() bool { return len(fx.a.queue) == 1 }, "the second append to be queued")
+	gate <- struct{}{}
+	cw.wait(t)
 	expect(t, entered, "append")
-	expect(t, entered, "sync") // the fsync covering c0 has started and is held
+	expect(t, entered, "sync") // the fsync covering c0 has started on the sync goroutine and is held
 
 	r1, o1 := mkReq(3, 100, 1, true)
 	c1 := goAppend(ctx, fx.a, r1, o1)
 	expect(t, entered, "append") // written while the first fsync is held
 	waitFor(t, func() bool {
 		ops, _, _ := fx.f.snapshot()
-		return countOps(ops, "append") == 2
-	}, "the second append to be written while the first fsync runs")
+		return countOps(ops, "append") == 3
+	}, "the next append to be written while the fsync runs")
 	if c0.returned() || c1.returned() {
 		t.Fatal("an acks=all append was released before any fsync finished")
 	}
 
 	gate <- struct{}{} // the first fsync completes
 	c0.wait(t)
-	if c0.err != nil || c0.res.BaseOffset != 0 {
+	if c0.err != nil || c0.res.BaseOffset != 1 {
 		t.Fatalf("first append: %+v, %v", c0.res, c0.err)
 	}
-	if hw := fx.a.HighWatermark(); hw != 2 {
-		t.Fatalf("high watermark %d after the first fsync, want 2 (the second append is not yet durable)", hw)
+	if hw := fx.a.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d after the first fsync, want 3 (the second append is not yet durable)", hw)
 	}
 	if c1.returned() {
 		t.Fatal("an append written during the first fsync was released by it")
@@ -854,12 +863,118 @@ func TestWriteDuringFsyncWaitsForTheNextOne(t *testing.T) {
 	expect(t, entered, "sync") // the next fsync covers it
 	gate <- struct{}{}
 	c1.wait(t)
-	if c1.err != nil || c1.res.BaseOffset != 2 {
+	if c1.err != nil || c1.res.BaseOffset != 3 {
 		t.Fatalf("second append: %+v, %v", c1.res, c1.err)
 	}
-	if hw := fx.a.HighWatermark(); hw != 5 {
-		t.Fatalf("high watermark %d, want 5", hw)
+	if hw := fx.a.HighWatermark(); hw != 6 {
+		t.Fatalf("high watermark %d, want 6", hw)
 	}
 	_, data, _ := fx.f.snapshot()
-	checkData(t, data, c0, c1)
+	checkData(t, data, cw, c0, c1)
+}
+
+// TestLoneAppendsSyncInline checks that appends arriving one at a time
+// (a lone synchronous producer) are fsynced on the run goroutine itself,
+// with no hand-off to the sync goroutine, and that the acceptor switches
+// to overlapped fsyncs once appends arrive during one and back once the
+// load is gone.
+func TestLoneAppendsSyncInline(t *testing.T) {
+	fx := newFixture(t, nil)
+	ctx := context.Background()
+	var calls []*call
+	for i := range 5 {
+		r, o := mkReq(1, 50, int64(i), true)
+		c := goAppend(ctx, fx.a, r, o).wait(t)
+		if c.err != nil || c.res.BaseOffset != int64(i) {
+			t.Fatalf("append %d: %+v, %v", i, c.res, c.err)
+		}
+		calls = append(calls, c)
+	}
+	ops, data, _ := fx.f.snapshot()
+	checkData(t, data, calls...)
+	var writer uint64
+	syncs := 0
+	for _, o := range ops {
+		switch {
+		case o.kind == "append" && writer == 0:
+			writer = o.g
+		case o.kind == "append" && o.g != writer:
+			t.Fatalf("appends written by goroutines %d and %d", writer, o.g)
+		case o.kind == "sync" && writer != 0:
+			syncs++
+			if o.g != writer {
+				t.Fatalf("a lone append was fsynced on goroutine %d, not on the run goroutine %d", o.g, writer)
+			}
+		}
+	}
+	if syncs != 5 {
+		t.Fatalf("%d fsyncs after 5 lone acks=all appends, want 5", syncs)
+	}
+
+	// Load: an append queued during an inline fsync makes the next
+	// fsync run on the sync goroutine.
+	entered, gate := fx.gateSyncs()
+	r5, o5 := mkReq(1, 50, 5, true)
+	c5 := goAppend(ctx, fx.a, r5, o5)
+	expect(t, entered, "append")
+	expect(t, entered, "sync")
+	r6, o6 := mkReq(1, 50, 6, true)
+	c6 := goAppend(ctx, fx.a, r6, o6)
+	waitFor(t, func() bool { return len(fx.a.queue) == 1 }, "an append to be queued during the fsync")
+	gate <- struct{}{}
+	c5.wait(t)
+	expect(t, entered, "append")
+	expect(t, entered, "sync")
+	gate <- struct{}{}
+	c6.wait(t)
+	ops, _, _ = fx.f.snapshot()
+	if last := ops[len(ops)-1]; last.kind != "sync" || last.g == writer {
+		t.Fatalf("the fsync after an append queued during the previous one ran on goroutine %d (run goroutine %d), want the sync goroutine", last.g, writer)
+	}
+	// Nothing arrived during that fsync: the next lone append syncs inline again.
+	fx.f.set(func(f *fakeLog) { f.syncGate, f.entered = nil, nil })
+	r7, o7 := mkReq(1, 50, 7, true)
+	if c := goAppend(ctx, fx.a, r7, o7).wait(t); c.err != nil || c.res.BaseOffset != 7 {
+		t.Fatalf("append after the load: %+v, %v", c.res, c.err)
+	}
+	ops, _, _ = fx.f.snapshot()
+	if last := ops[len(ops)-1]; last.kind != "sync" || last.g != writer {
+		t.Fatalf("a lone append after the load was fsynced on goroutine %d, want the run goroutine %d", last.g, writer)
+	}
+}
+
+// TestSharedSyncSlots: acceptors sharing Config.Syncs run at most
+// cap(Syncs) fsyncs at once; one waiting for a slot syncs once a slot
+// frees.
+func TestSharedSyncSlots(t *testing.T) {
+	slots := make(chan struct{}, 1)
+	withSlots := func(c *Config) { c.Syncs = slots }
+	fx1, fx2 := newFixture(t, withSlots), newFixture(t, withSlots)
+	entered1, gate1 := fx1.gateSyncs()
+	entered2, gate2 := fx2.gateSyncs()
+	ctx := context.Background()
+
+	r1, o1 := mkReq(1, 50, 1, true)
+	c1 := goAppend(ctx, fx1.a, r1, o1)
+	expect(t, entered1, "append")
+	expect(t, entered1, "sync") // holds the only slot
+	r2, o2 := mkReq(1, 50, 2, true)
+	c2 := goAppend(ctx, fx2.a, r2, o2)
+	expect(t, entered2, "append")
+	select {
+	case got := <-entered2:
+		t.Fatalf("second partition's %q entered while the only sync slot was held", got)
+	default:
+	}
+	gate1 <- struct{}{}
+	c1.wait(t)
+	expect(t, entered2, "sync") // the slot came free
+	gate2 <- struct{}{}
+	c2.wait(t)
+	if c1.err != nil || c2.err != nil {
+		t.Fatalf("appends failed: %v, %v", c1.err, c2.err)
+	}
+	if len(slots) != 0 {
+		t.Fatalf("%d sync slots still held after both fsyncs", len(slots))
+	}
 }

@@ -178,6 +178,53 @@ func benchAcceptor(b *testing.B, size int, fsync, coalesce, durable bool) {
 	}
 }
 
+// BenchmarkAcceptorLoneSync is one producer sending 1 KiB acks=all
+// appends one at a time (each waits for its fsync): the synchronous
+// produce path, where each append costs a write and an fsync. With
+// prealloc=true the idle acceptor keeps zeros written and synced ahead of
+// the data (storage.Log.Preallocate), so each fdatasync covers data only;
+// with false every fdatasync also commits the grown file size. µs/fsync
+// is the mean fsync latency.
+func BenchmarkAcceptorLoneSync(b *testing.B) {
+	for _, prealloc := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prealloc=%v", prealloc), func(b *testing.B) {
+			scfg := storage.Config{RetentionAge: -1, SegmentAge: -1, Preallocate: -1}
+			if prealloc {
+				scfg.Preallocate = 0 // the default
+			}
+			l, err := storage.Open(vfs.OS(), benchDir(b), scfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cl := &countingLog{Log: l}
+			a := start(cl, Config{RetentionCheck: -1})
+			b1k := batchOfSize(1 << 10)
+			h, err := batch.ParseHeader(b1k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := &Request{Batches: b1k, Headers: []batch.Header{h}, Records: 1, Durable: true}
+			b.SetBytes(1 << 10)
+			b.ResetTimer()
+			cl.syncs.Store(0)
+			cl.syncNanos.Store(0)
+			for range b.N {
+				if _, err := a.Append(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cl.syncNanos.Load())/1e3/float64(max(1, cl.syncs.Load())), "µs/fsync")
+			if err := a.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
 // BenchmarkRawDisk is the baseline: sequential 1 MiB writes to one file,
 // each followed by fdatasync, through the same vfs.OS file as the log.
 func BenchmarkRawDisk(b *testing.B) {

@@ -46,6 +46,13 @@ type Config struct {
 	NoCoalesce     bool          // one write per append (benchmark baseline)
 	RetentionCheck time.Duration // how often retention runs; default 1 min; <0 never
 	Metrics        *Metrics      // nil: no metrics
+	// Syncs, when set, is a semaphore shared by many acceptors: at most
+	// cap(Syncs) of their fsyncs run at once (each holds a slot while it
+	// syncs). Many partitions syncing at the same moment then wait as
+	// goroutines instead of each blocking an OS thread in fdatasync; the
+	// disk completes as many flushes with a few dozen in flight as with
+	// thousands. nil: no limit.
+	Syncs chan struct{}
 
 	// Logger receives the acceptor's log lines (a failed partition, a
 	// healed one, a failed retention run); default: discard. Callers

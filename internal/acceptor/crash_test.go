@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"sluice/internal/batch"
 	"sluice/internal/storage"
@@ -63,7 +64,13 @@ type acked struct {
 // the highest high watermark seen, and the first append error.
 func runWorkload(t *testing.T, fs vfs.FS, specs []spec, workers int, cfg Config) (acks []acked, hw int64, firstErr error) {
 	t.Helper()
-	l, err := storage.Open(fs, crashDir, crashStorage)
+	return runWorkloadOn(t, fs, crashStorage, specs, workers, cfg)
+}
+
+// runWorkloadOn is runWorkload with the log laid out by scfg.
+func runWorkloadOn(t *testing.T, fs vfs.FS, scfg storage.Config, specs []spec, workers int, cfg Config) (acks []acked, hw int64, firstErr error) {
+	t.Helper()
+	l, err := storage.Open(fs, crashDir, scfg)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -320,7 +327,12 @@ func TestInjectedErrors(t *testing.T) {
 		t.Run(fmt.Sprintf("%v#%d/%v", tt.kind, tt.n, tt.errno), func(t *testing.T) {
 			fs := vfs.NewMem()
 			fs.Inject(vfs.FailNth(tt.kind, tt.n, tt.errno, false))
-			acks, hw, err := runWorkload(t, fs, specs, 4, Config{BufferSize: bufSize, QueueSize: 64, RetentionCheck: -1})
+			// No zeros written ahead, so that the nth write is a data
+			// write: a failed write of zeros leaves the partition healthy
+			// (TestPreallocateFailureKeepsPartition).
+			noPrealloc := crashStorage
+			noPrealloc.Preallocate = -1
+			acks, hw, err := runWorkloadOn(t, fs, noPrealloc, specs, 4, Config{BufferSize: bufSize, QueueSize: 64, RetentionCheck: -1})
 			if !errors.Is(err, tt.errno) || !errors.Is(err, ErrFailed) {
 				t.Fatalf("first error %v, want ErrFailed wrapping %v", err, tt.errno)
 			}
@@ -366,4 +378,57 @@ func mustHeaders(b []byte) []batch.Header {
 		panic("mustHeaders: " + err.Error())
 	}
 	return hs
+}
+
+// TestPreallocateFailureKeepsPartition: when writing zeros ahead of the
+// data fails (a full disk), the partition stays healthy, later appends
+// succeed, and everything acknowledged is in the log.
+func TestPreallocateFailureKeepsPartition(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll(crashDir); err != nil {
+		t.Fatal(err)
+	}
+	l, err := storage.Open(fs, crashDir, crashStorage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Start(l, Config{RetentionCheck: -1})
+	zeroFailed := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex // guards writes
+	writes := 0
+	fs.Inject(func(op vfs.Op) error {
+		if op.Kind != vfs.OpWrite {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if writes++; writes == 1 {
+			return nil // the first append's data
+		}
+		once.Do(func() { close(zeroFailed) })
+		return vfs.Errno(op, syscall.ENOSPC) // the zeros after it
+	})
+	ctx := context.Background()
+	r0, o0 := mkReq(2, 100, 1, true)
+	c0 := goAppend(ctx, a, r0, o0).wait(t)
+	select {
+	case <-zeroFailed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle acceptor never wrote zeros ahead")
+	}
+	fs.Inject(nil)
+	r1, o1 := mkReq(3, 100, 2, true)
+	c1 := goAppend(ctx, a, r1, o1).wait(t)
+	if c0.err != nil || c1.err != nil || a.Err() != nil {
+		t.Fatalf("appends around a failed preallocation: %v, %v; partition: %v", c0.err, c1.err, a.Err())
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	acks := []acked{{i: 0, base: c0.res.BaseOffset, orig: o0, durable: true}, {i: 1, base: c1.res.BaseOffset, orig: o1, durable: true}}
+	verifyRecovered(t, fs, crashDir, acks, c1.res.BaseOffset+3)
 }

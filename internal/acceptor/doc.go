@@ -10,15 +10,16 @@
 //	           validate batches, Request.Check, assign offsets (rewrite base offsets in place)
 //	              │
 //	              ├─ more requests queued, or buffer not empty: copy into the coalescing
-//	              │  buffer (Config.BufferSize, reused); a full buffer is written first and
-//	              │  the append starts the emptied buffer
+//	              │  buffer (Config.BufferSize, from a pool shared by all acceptors); a full
+//	              │  buffer is written first and the append starts an emptied one
 //	              ├─ at least the buffer's size, Config.NoCoalesce, or nothing else waiting:
 //	              │  written as-is (after the buffer), never copied
 //	              ▼
 //	           queue empty ──> write the buffer (no fsync) ──> next turn, queue still
-//	           empty ──> start an fsync on the sync goroutine ──> when it returns: the
-//	           high watermark advances to what was written when it started, and the
-//	           acks=all appends written before it started are released
+//	           empty ──> fsync (inline, or on the sync goroutine under load) ──> when it
+//	           returns: the high watermark advances to what was written when it
+//	           started, and the acks=all appends written before it started are
+//	           released ──> next idle turn: storage.Log.Preallocate (zeros ahead)
 //
 // Writing without fsync when the queue first drains, and fsyncing only on
 // a later turn that still finds it empty, gives producers a moment to
@@ -27,12 +28,24 @@
 // least every Config.FlushInterval. A segment roll inside storage.Log.Append
 // fsyncs the old segment.
 //
-// The fsync itself runs on a second goroutine (the sync goroutine, owned
-// by the run goroutine, which starts it and stops it at Close): while the
-// disk syncs, the run goroutine goes on taking, coalescing and writing
-// appends, so disk time and CPU time overlap instead of adding up. At
-// most one fsync is in flight; appends written while it runs wait for the
-// next one, which starts as soon as the queue drains again.
+// While appends come one at a time (a lone synchronous producer) the run
+// goroutine fsyncs inline and releases the waiters itself: no goroutine
+// is woken for the fsync and none wakes it back. Once appends arrive
+// during an fsync, the next fsyncs run on a second goroutine (the sync
+// goroutine, owned by the run goroutine, which starts it and stops it at
+// Close): while the disk syncs, the run goroutine goes on taking,
+// coalescing and writing appends, so disk time and CPU time overlap
+// instead of adding up; an fsync during which nothing arrives switches
+// back to inline. At most one fsync is in flight; appends written while
+// it runs wait for the next one, which starts as soon as the queue drains
+// again. Acceptors sharing Config.Syncs run at most cap(Syncs) fsyncs at
+// once.
+//
+// Once everything written is durable and the queue is empty, after an
+// fsync of at most 64 KiB (small, latency-bound appends), the run
+// goroutine has the log write zeros ahead of its data
+// (storage.Log.Preallocate), so that the next fsyncs flush data only; a
+// partition that is not written never does.
 //
 // # Release rules
 //

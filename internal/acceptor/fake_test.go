@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -21,8 +22,27 @@ type op struct {
 	kind    string // "append" or "sync"
 	bytes   int
 	batches int
-	first   *byte // address of the first byte passed to Append (to tell copies from originals)
+	first   *byte  // address of the first byte passed to Append (to tell copies from originals)
+	g       uint64 // the calling goroutine's id
 }
+
+// goid returns the calling goroutine's id, parsed from its stack header
+// ("goroutine 42 [running]:"), so tests can tell which goroutine called.
+func goid() uint64 {
+	buf := goidBuf.Get().(*[64]byte)
+	defer goidBuf.Put(buf)
+	b := bytes.TrimPrefix(buf[:runtime.Stack(buf[:], false)], []byte("goroutine "))
+	var id uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
+
+var goidBuf = sync.Pool{New: func() any { return new([64]byte) }}
 
 // fakeLog is an in-memory partitionLog that records the calls it gets,
 // checks that appended offsets are contiguous, and can block or fail them.
@@ -90,7 +110,7 @@ func (f *fakeLog) Append(b []byte, hs []batch.Header) error {
 		f.t.Errorf("fakeLog.Append: %v", err)
 		return err
 	}
-	f.ops = append(f.ops, op{kind: "append", bytes: len(b), batches: n, first: &b[0]})
+	f.ops = append(f.ops, op{kind: "append", bytes: len(b), batches: n, first: &b[0], g: goid()})
 	f.data = append(f.data, b...)
 	return nil
 }
@@ -111,9 +131,12 @@ func (f *fakeLog) Sync() error {
 		return f.syncErr
 	}
 	f.synced = len(f.data)
-	f.ops = append(f.ops, op{kind: "sync"})
+	f.ops = append(f.ops, op{kind: "sync", g: goid()})
 	return nil
 }
+
+// Preallocate does nothing: the fake has no files.
+func (f *fakeLog) Preallocate() error { return nil }
 
 // StartOffset is 0: the fake never removes anything.
 func (f *fakeLog) StartOffset() int64 { return 0 }

@@ -2,6 +2,7 @@ package acceptor
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"sluice/internal/batch"
@@ -17,17 +18,26 @@ type runState struct {
 	written int64 // every offset below it has been written to the log
 	synced  int64 // every offset below it has been fsynced
 
-	buf       []byte         // coalescing buffer, capacity cfg.BufferSize, reused
+	buf       []byte         // coalescing buffer, capacity cfg.BufferSize, from bufPool while it holds bytes; nil otherwise
+	bufp      *[]byte        // the pool's handle on buf
 	bufHdrs   []batch.Header // headers of the batches in buf, in order
 	scratch   []batch.Header // headers of a request the acceptor parsed itself
 	pending   []*waiter      // appends written by the next write: copied into buf, or about to be written as-is
 	unsynced  []*waiter      // written durable appends waiting for fsync (FsyncAlways)
 	sinceSync int            // appends written since the last fsync started
+	syncBytes int            // bytes written since the last fsync started
+	lastBytes int            // bytes the last fsync started covered (written since the one before)
+	prepared  bool           // Preallocate ran since the last write
 	failed    *failure       // set once; every later append fails with it
 
-	// The fsync runs on the sync goroutine (syncLoop), so the run
-	// goroutine keeps taking and writing appends meanwhile. At most one
-	// fsync is in flight; it covers every offset below syncTarget.
+	// An fsync runs inline on the run goroutine while appends arrive one
+	// at a time (a lone synchronous producer: no hand-off to wake), and
+	// on the sync goroutine (syncLoop) under load, so that the run
+	// goroutine keeps taking and writing appends meanwhile. overlap says
+	// which: it is set when appends arrived during the last fsync and
+	// cleared when one finds nothing new. At most one fsync is in
+	// flight; it covers every offset below syncTarget.
+	overlap    bool
 	syncing    bool
 	syncTarget int64     // written when the running fsync started
 	syncCount  int       // appends it covers that were written since the previous one
@@ -49,7 +59,6 @@ type runState struct {
 
 func (r *runState) init(a *Acceptor) {
 	r.a, r.cfg = a, &a.cfg
-	r.buf = make([]byte, 0, a.cfg.BufferSize)
 	r.syncReq = make(chan struct{}, 1)
 	r.syncDone = make(chan error, 1)
 	r.syncExited = make(chan struct{})
@@ -62,14 +71,59 @@ func (r *runState) init(a *Acceptor) {
 	r.stopTickers = func() { stopFlush(); stopRet() }
 }
 
+// preallocMaxSync: the log writes zeros ahead (storage.Log.Preallocate)
+// only after fsyncs covering at most this many bytes. Pre-zeroing saves
+// an fsync the file-size metadata it would commit, a fixed cost that
+// matters for small synchronous appends; after large writes the fsync is
+// mostly data and writing zeros first would only double the I/O.
+const preallocMaxSync = 64 << 10
+
+// bufPool holds coalescing buffers between uses, shared by every
+// acceptor: a partition holds one only while appends are being coalesced,
+// so memory follows the partitions busy at the moment, not all of them.
+var bufPool sync.Pool // of *[]byte
+
+// takeBuf gives the run goroutine an empty coalescing buffer.
+func (r *runState) takeBuf() {
+	if r.buf != nil {
+		return
+	}
+	if p, ok := bufPool.Get().(*[]byte); ok && cap(*p) == r.cfg.BufferSize {
+		r.buf, r.bufp = (*p)[:0], p
+		return
+	}
+	r.buf = make([]byte, 0, r.cfg.BufferSize)
+	r.bufp = new([]byte)
+}
+
+// dropBuf returns the (written) coalescing buffer to the pool.
+func (r *runState) dropBuf() {
+	if r.buf == nil {
+		return
+	}
+	*r.bufp = r.buf[:0]
+	bufPool.Put(r.bufp)
+	r.buf, r.bufp = nil, nil
+}
+
 // syncLoop is the sync goroutine, started and stopped by the run
 // goroutine (loop): it fsyncs the log once per request on syncReq and
 // reports on syncDone, until syncReq is closed.
 func (a *Acceptor) syncLoop() {
 	defer close(a.run.syncExited)
 	for range a.run.syncReq {
-		a.run.syncDone <- a.log.Sync()
+		a.run.syncDone <- a.syncLog()
 	}
+}
+
+// syncLog fsyncs the log, holding a slot of the shared semaphore if
+// there is one.
+func (a *Acceptor) syncLog() error {
+	if s := a.cfg.Syncs; s != nil {
+		s <- struct{}{}
+		defer func() { <-s }()
+	}
+	return a.log.Sync()
 }
 
 // loop is the run goroutine. Each turn takes one request if one is
@@ -77,8 +131,9 @@ func (a *Acceptor) syncLoop() {
 // fsync), and only on a later turn that still finds the queue empty does
 // it start an fsync: writing gives producers a moment to refill the
 // queue, so that one fsync covers as many appends as possible (group
-// commit). The fsync runs on the sync goroutine while this one goes on
-// taking and writing appends, which the next fsync covers.
+// commit). Under load the fsync runs on the sync goroutine while this one
+// goes on taking and writing appends, which the next fsync covers; when
+// appends come one at a time it runs inline (see runState.overlap).
 func (a *Acceptor) loop() {
 	r := &a.run
 	defer close(a.done)
@@ -91,6 +146,7 @@ func (a *Acceptor) loop() {
 	}
 	r.next = a.log.NextOffset()
 	r.written, r.synced = r.next, r.next
+	r.prepared = true // nothing written yet: an idle partition allocates nothing
 
 	for {
 		var w *waiter
@@ -142,15 +198,36 @@ func (a *Acceptor) loop() {
 }
 
 // idle runs when the queue is empty: it writes the buffer, or, if there
-// is nothing to write, fsyncs what was written (FsyncAlways). It reports
+// is nothing to write, fsyncs what was written (FsyncAlways), or, once
+// all is durable after writes, has the log write zeros ahead of its data
+// (Preallocate) so that the next fsyncs cover data only. It reports
 // whether it did anything.
 func (r *runState) idle() bool {
 	if len(r.pending) > 0 {
 		r.write(r.buf, r.bufHdrs)
 		return true
 	}
-	if r.cfg.Policy == FsyncAlways && r.failed == nil && r.written > r.synced && !r.syncing {
-		r.startSync()
+	if r.cfg.Policy != FsyncAlways || r.failed != nil || r.syncing {
+		return false
+	}
+	if r.written > r.synced {
+		if r.overlap {
+			r.startSync()
+		} else {
+			r.syncInline()
+		}
+		return true
+	}
+	if !r.prepared {
+		r.prepared = true
+		if r.lastBytes > preallocMaxSync {
+			return false // large writes: the fsync is mostly data, zeros would double the I/O
+		}
+		// A failure to write the zeros (a full disk) leaves the log
+		// healthy; appends then grow the file as they would anyway.
+		if err := r.a.log.Preallocate(); errors.Is(err, storage.ErrFailed) {
+			r.fail(err)
+		}
 		return true
 	}
 	return false
@@ -229,7 +306,7 @@ func (r *runState) handle(w *waiter) {
 
 	n := len(req.Batches)
 	switch {
-	case r.cfg.NoCoalesce, n >= cap(r.buf), len(r.pending) == 0 && len(r.a.queue) == 0:
+	case r.cfg.NoCoalesce, n >= r.cfg.BufferSize, len(r.pending) == 0 && len(r.a.queue) == 0:
 		// Written as-is: coalescing is off, the append would fill the
 		// buffer on its own, or nothing else is waiting to share a write
 		// with it.
@@ -243,13 +320,14 @@ func (r *runState) handle(w *waiter) {
 		r.pending = append(r.pending, w)
 		r.write(req.Batches, hs)
 	default:
-		if len(r.buf)+n > cap(r.buf) {
+		if len(r.buf)+n > r.cfg.BufferSize {
 			r.write(r.buf, r.bufHdrs) // full: write it; this append starts the emptied buffer
 		}
 		if r.failed != nil {
 			r.release(w, r.failed)
 			return
 		}
+		r.takeBuf()
 		r.buf = append(r.buf, req.Batches...)
 		r.bufHdrs = append(r.bufHdrs, hs...)
 		r.freed(w)
@@ -282,7 +360,8 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 		err = r.a.log.Append(b, hs)
 		r.cfg.Metrics.write(len(b), len(r.pending))
 	}
-	r.buf, r.bufHdrs = r.buf[:0], r.bufHdrs[:0]
+	r.dropBuf()
+	r.bufHdrs = r.bufHdrs[:0]
 	pending := r.pending
 	r.pending = r.pending[:0]
 	if err != nil {
@@ -296,6 +375,8 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 	}
 	r.written = pending[len(pending)-1].end
 	r.sinceSync += len(pending)
+	r.syncBytes += len(b)
+	r.prepared = false
 	always := r.cfg.Policy == FsyncAlways
 	if !always {
 		// Published before any release, so that a released caller reads
@@ -318,14 +399,32 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 func (r *runState) startSync() {
 	r.syncing = true
 	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
+	r.lastBytes, r.syncBytes = r.syncBytes, 0
 	r.syncStart = time.Now()
 	r.syncReq <- struct{}{}
 }
 
+// syncInline fsyncs everything written so far on the run goroutine and
+// releases what it made durable. Appends that arrived meanwhile (the
+// queue is not empty) mean load: the next fsyncs overlap with writes.
+func (r *runState) syncInline() {
+	r.syncing = true
+	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
+	r.lastBytes, r.syncBytes = r.syncBytes, 0
+	r.syncStart = time.Now()
+	err := r.a.syncLog()
+	busy := len(r.a.queue) > 0 // read before the release lets callers queue their next appends
+	r.finishSync(err)
+	r.overlap = busy
+}
+
 // finishSync takes the result of the running fsync and releases the
-// appends it made durable: those written before it started.
+// appends it made durable: those written before it started. An fsync
+// during which nothing new was written or queued ends the overlap: the
+// next one runs inline.
 func (r *runState) finishSync(err error) {
 	r.syncing = false
+	r.overlap = r.written > r.syncTarget || len(r.a.queue) > 0
 	r.cfg.Metrics.fsync(time.Since(r.syncStart), r.syncCount)
 	if r.failed != nil {
 		return // its waiters were failed already
@@ -381,7 +480,8 @@ func (r *runState) fail(err error) {
 			list[i] = nil
 		}
 	}
-	r.pending, r.unsynced, r.buf, r.bufHdrs = r.pending[:0], r.unsynced[:0], r.buf[:0], r.bufHdrs[:0]
+	r.pending, r.unsynced, r.bufHdrs = r.pending[:0], r.unsynced[:0], r.bufHdrs[:0]
+	r.dropBuf()
 }
 
 // armHeal schedules the next attempt to recover the failed log, backing

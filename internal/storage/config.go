@@ -15,7 +15,12 @@ type Config struct {
 	RetentionBytes int64         // keep at most this many bytes; <0 or 0 = unlimited (retention.bytes, default -1)
 	RetentionAge   time.Duration // delete segments whose newest batch is older; <0 = unlimited; 0 = default 7 days (retention.ms)
 	IndexInterval  int           // bytes between sparse offset-index entries; default 4096 (index.interval.bytes)
-	Now            func() time.Time
+	// Preallocate is the most bytes of zeros Log.Preallocate keeps
+	// written and synced ahead of the active segment's data (as many as
+	// the segment holds, at least 16 KiB), so that an fsync after an
+	// append covers data only; default 256 KiB; <0 off.
+	Preallocate int64
+	Now         func() time.Time
 	// RetainFrom, if set, returns an offset retention must keep: a
 	// segment is removed only when every offset in it is below
 	// RetainFrom() (the partition's last stable offset, so that an open
@@ -41,6 +46,7 @@ const (
 	DefaultSegmentAge    = 7 * 24 * time.Hour
 	DefaultRetentionAge  = 7 * 24 * time.Hour
 	DefaultIndexInterval = 4096
+	DefaultPreallocate   = 256 << 10
 
 	// maxSegmentBytes bounds a segment so that index positions fit in 32 bits.
 	maxSegmentBytes = math.MaxUint32
@@ -65,6 +71,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IndexInterval < 0 {
 		return c, fmt.Errorf("storage: IndexInterval %d is negative", c.IndexInterval)
+	}
+	if c.Preallocate == 0 {
+		c.Preallocate = DefaultPreallocate
 	}
 	if c.Now == nil {
 		c.Now = time.Now

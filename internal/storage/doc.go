@@ -25,6 +25,16 @@
 // is older than Config.SegmentAge. Rolling syncs the segment, writes its
 // indexes, creates the next file and syncs the directory.
 //
+// The active segment's file may run past its data: Log.Preallocate writes
+// zeros (as far ahead as the segment holds, 16 KiB to
+// Config.Preallocate, synced once) and appends
+// write over them, so their fsyncs flush data only. A roll and a clean
+// Close cut the zeros off first, so sealed segments and the clean-shutdown
+// checkpoint name exact sizes; after a crash, the scan ends at the last
+// valid batch and what follows is cut (RecoveryReport.PreallocatedBytes
+// when it is all zeros, TruncatedBytes when part of a batch was written
+// over them).
+//
 //	+-----------------+-----------------+-----+-----------------+
 //	| batch at base   | batch           | ... | batch           |
 //	+-----------------+-----------------+-----+-----------------+

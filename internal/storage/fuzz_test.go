@@ -31,8 +31,9 @@ func validSegment(n int) []byte {
 //     to the .broken file.
 //   - Otherwise the recovered log is a prefix of the input, every batch
 //     in it validates (CRC included) with offsets contiguous from 0, the
-//     cut-off tail is exactly what the report says was truncated, and a
-//     clean reopen sees the same log without scanning.
+//     cut-off tail is exactly what the report says was truncated (as a
+//     torn tail, or as preallocated zeros when every cut byte is zero),
+//     and a clean reopen sees the same log without scanning.
 func FuzzRecover(f *testing.F) {
 	good := validSegment(6)
 	f.Add(good)
@@ -43,6 +44,10 @@ func FuzzRecover(f *testing.F) {
 	f.Add(mid)
 	f.Add([]byte{})
 	f.Add(make([]byte, 100))
+	f.Add(append(append([]byte{}, good...), make([]byte, 4096)...)) // preallocated zeros after the data
+	torn := append([]byte{}, good...)
+	torn = append(torn, good[:batch.HeaderSize+3]...) // a batch written in part over the zeros
+	f.Add(append(torn, make([]byte, 4096)...))
 	f.Fuzz(func(t *testing.T, seg []byte) {
 		m := vfs.NewMem()
 		if err := m.MkdirAll(dir); err != nil {
@@ -74,8 +79,11 @@ func FuzzRecover(f *testing.F) {
 			t.Fatal("recovered bytes are not a prefix of the segment")
 		}
 		r := l.Recovery()
-		if r.TruncatedBytes != int64(len(seg)-len(got)) {
-			t.Fatalf("report says %d bytes truncated; %d of %d kept", r.TruncatedBytes, len(got), len(seg))
+		if r.TruncatedBytes+r.PreallocatedBytes != int64(len(seg)-len(got)) {
+			t.Fatalf("report says %d bytes truncated and %d preallocated cut; %d of %d kept", r.TruncatedBytes, r.PreallocatedBytes, len(got), len(seg))
+		}
+		if zero := bytes.Count(seg[len(got):], []byte{0}) == len(seg)-len(got); r.PreallocatedBytes > 0 && !zero || r.TruncatedBytes > 0 && zero {
+			t.Fatalf("cut tail %x reported as %d torn, %d preallocated", seg[len(got):], r.TruncatedBytes, r.PreallocatedBytes)
 		}
 		next := int64(0)
 		if _, err := batch.Split(got, func(h batch.Header, _ []byte) error {

@@ -84,6 +84,7 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	if err := a.file.Truncate(keep); err != nil {
 		return fmt.Errorf("storage: recover %s: truncate to %d: %w", a.path, keep, err)
 	}
+	a.alloc = keep // zeros written ahead are gone too; Preallocate writes them again
 	if err := a.file.Sync(); err != nil {
 		return fmt.Errorf("storage: recover %s: sync: %w", a.path, err)
 	}

@@ -219,12 +219,14 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 		}
 		a = l.writerActive()
 	}
-	if n, err := a.file.Write(buf); err != nil || n != len(buf) {
+	// At the end of the data: over zeros written ahead, or past them.
+	if n, err := a.file.WriteAt(buf, a.size); err != nil || n != len(buf) {
 		if err == nil {
 			err = fmt.Errorf("short write: %d of %d bytes", n, len(buf))
 		}
 		return l.fail("write "+a.path, err)
 	}
+	a.alloc = max(a.alloc, a.size+int64(len(buf)))
 	if a.size == 0 {
 		a.created = l.cfg.Now()
 	}
@@ -286,9 +288,79 @@ func (l *Log) Sync() error {
 	return nil
 }
 
+// minPreallocate is the least Preallocate writes ahead (unless
+// Config.Preallocate is smaller).
+const minPreallocate = 16 << 10
+
+// zeros is what Preallocate writes (read only).
+var zeros = make([]byte, 64<<10)
+
+// Preallocate writes zeros ahead of the active segment's data and syncs
+// them, when fewer than half of the bytes it keeps ahead are left, so
+// that the fsyncs after the next appends cover data only: the file's
+// size and extents are already durable (a filesystem journals a file
+// that grows at every fdatasync). It is a writing method, for the writer
+// to call while idle, with nothing appended since the last Sync; it never
+// changes what the log holds or what readers see. It keeps as many bytes
+// ahead as the segment already holds, at least 16 KiB and at most
+// Config.Preallocate, never past the segment size: idle partitions,
+// which never call it, cost nothing, a partition written little zeroes
+// little, and a small disk is not filled ahead of need.
+//
+// A failed write of zeros (a full disk) cuts them off again and is
+// returned with the log still healthy: appends then grow the file, as
+// without preallocation. A failed sync fails the log, as every failed
+// sync does.
+func (l *Log) Preallocate() error {
+	if l.cfg.Preallocate <= 0 {
+		return nil
+	}
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	a := l.writerActive()
+	// As far ahead as the segment already holds, so that a partition
+	// written little (one of thousands) zeroes little.
+	ahead := min(l.cfg.Preallocate, max(minPreallocate, a.size))
+	end := min(a.size+ahead, l.cfg.SegmentBytes)
+	if a.alloc-a.size >= ahead/2 || end <= a.alloc {
+		return nil
+	}
+	for pos := a.alloc; pos < end; {
+		n, err := a.file.WriteAt(zeros[:min(end-pos, int64(len(zeros)))], pos)
+		pos += int64(n)
+		if err != nil {
+			if terr := a.file.Truncate(a.alloc); terr != nil {
+				return l.fail("cut preallocated zeros off "+a.path, terr)
+			}
+			return fmt.Errorf("storage: preallocate %s: %w", a.path, err)
+		}
+	}
+	if err := a.file.Sync(); err != nil {
+		return l.fail("sync "+a.path+" after preallocating", err)
+	}
+	a.alloc = end
+	return nil
+}
+
+// trimAlloc cuts the zeros written ahead off the active segment, so that
+// a sealed segment, or one named by the clean-shutdown checkpoint, is
+// exactly its data. The caller syncs.
+func (l *Log) trimAlloc(a *segment) error {
+	if a.alloc <= a.size {
+		return nil
+	}
+	if err := a.file.Truncate(a.size); err != nil {
+		return fmt.Errorf("cut preallocated zeros off %s: %w", a.path, err)
+	}
+	a.alloc = a.size
+	return nil
+}
+
 // Roll seals the active segment and starts a new one at NextOffset: it
-// syncs the old segment, writes its indexes, creates the new file and
-// syncs the directory. An empty active segment is not rolled.
+// cuts the zeros written ahead off the old segment, syncs it, writes its
+// indexes, creates the new file and syncs the directory. An empty active
+// segment is not rolled.
 func (l *Log) Roll() error {
 	if err := l.checkWritable(); err != nil {
 		return err
@@ -296,6 +368,9 @@ func (l *Log) Roll() error {
 	a := l.writerActive()
 	if a.size == 0 {
 		return nil
+	}
+	if err := l.trimAlloc(a); err != nil {
+		return l.fail("roll", err)
 	}
 	if err := a.file.Sync(); err != nil {
 		return l.fail("sync "+a.path+" before roll", err)
@@ -361,6 +436,9 @@ func (l *Log) Close() error {
 // the checkpoint that lets the next Open skip scanning it.
 func (l *Log) writeCleanShutdown() error {
 	a := l.active()
+	if err := l.trimAlloc(a); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
+	}
 	if err := a.file.Sync(); err != nil {
 		return fmt.Errorf("storage: close: sync %s: %w", a.path, err)
 	}

@@ -30,6 +30,10 @@ type RecoveryReport struct {
 	IndexesRebuilt int
 	// TruncatedBytes is the size of the torn tail cut off the last segment.
 	TruncatedBytes int64
+	// PreallocatedBytes is the size of the zeros written ahead of the
+	// last segment's data (Log.Preallocate) that Open cut off after a
+	// crash: not a torn write, nothing was lost there.
+	PreallocatedBytes int64
 	// FilesRemoved counts leftover temporary files and indexes without a
 	// segment that Open deleted.
 	FilesRemoved int
@@ -132,6 +136,24 @@ func scan(s *segment, w *window, from int64, interval int64, gaps bool) (int64, 
 		pos += int64(h.Size())
 	}
 	return pos, 0, nil
+}
+
+// allZero reports whether every byte from position from to the window's
+// end is zero: zeros written ahead of the data, not a torn write.
+func allZero(w *window, from int64) (bool, error) {
+	for pos := from; pos < w.size; {
+		b, err := w.bytes(pos, int(min(w.size-pos, scanChunk)))
+		if err != nil {
+			return false, err
+		}
+		for _, c := range b {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		pos += int64(len(b))
+	}
+	return true, nil
 }
 
 // validAfter reports whether a valid batch that could belong after offset
@@ -265,6 +287,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if a.size > 0 {
 		a.created = cfg.Now()
 	}
+	a.alloc = a.size // recovery cut anything after the data
 	// What recovery accepted is the log; the acceptor's first Sync makes
 	// it durable, and Recover keeps it.
 	a.synced = a.size
@@ -368,15 +391,24 @@ func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment,
 			}
 			return nil, false, ce
 		}
-		// A torn tail: the end of a write that never completed. Nothing
-		// after it was acknowledged as durable, so it is cut off.
+		// A torn tail: the end of a write that never completed, or zeros
+		// written ahead of the data (Log.Preallocate). Nothing after it
+		// was acknowledged as durable, so it is cut off.
+		zero, err := allZero(w, end)
+		if err != nil {
+			return nil, false, fmt.Errorf("storage: recover %s: %w", path, err)
+		}
 		if err := f.Truncate(end); err != nil {
 			return nil, false, fmt.Errorf("storage: truncate torn tail of %s at %d: %w", path, end, err)
 		}
 		if err := f.Sync(); err != nil {
 			return nil, false, fmt.Errorf("storage: sync %s after truncation: %w", path, err)
 		}
-		r.TruncatedBytes += size - end
+		if zero {
+			r.PreallocatedBytes += size - end
+		} else {
+			r.TruncatedBytes += size - end
+		}
 		for _, p := range []string{s.indexPath(), s.timeIndexPath()} {
 			if err := l.fs.Remove(p); err == nil {
 				changed = true

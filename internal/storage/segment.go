@@ -81,6 +81,7 @@ type segment struct {
 	synced   int64       // guarded by Log.mu: the first synced bytes (a prefix of size), known durable
 
 	// Writer-only state.
+	alloc     int64     // the file's length: size, plus zeros written ahead (Log.Preallocate) in the active segment
 	sinceOff  int64     // bytes since the last offset-index entry
 	sinceTime int64     // bytes since the last time-index entry
 	created   time.Time // when the segment got its first batch in this process

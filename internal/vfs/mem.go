@@ -53,9 +53,26 @@ type memNode struct {
 	// grown since its last Sync.
 	syncedLen int
 	// durableCopy, when not nil, is the durable content after a Truncate
-	// cut below syncedLen; data no longer holds it.
+	// cut below syncedLen or a WriteAt over synced bytes; data no longer
+	// holds it. dirtyFrom is then the first byte changed since the last
+	// Sync: a torn crash keeps durableCopy with a prefix of data's bytes
+	// from there written over it.
 	durableCopy []byte
+	dirtyFrom   int
 	modTime     time.Time
+}
+
+// keepDurableLocked saves the durable content before bytes from off on
+// change in place, and notes where the changes start.
+func (n *memNode) keepDurableLocked(off int) {
+	if n.durableCopy == nil {
+		if off >= n.syncedLen {
+			return // beyond the synced bytes: data[:syncedLen] stays the durable content
+		}
+		n.durableCopy = append([]byte(nil), n.data[:n.syncedLen]...)
+		n.dirtyFrom = off
+	}
+	n.dirtyFrom = min(n.dirtyFrom, off)
 }
 
 func (n *memNode) durableBytes() []byte {
@@ -431,9 +448,19 @@ func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 			continue
 		}
 		data := append([]byte(nil), n.durableBytes()...)
-		if opts.Tear && opts.Rand != nil && n.durableCopy == nil && len(n.data) > n.syncedLen {
+		switch {
+		case !opts.Tear || opts.Rand == nil:
+		case n.durableCopy == nil && len(n.data) > n.syncedLen:
 			keep := opts.Rand.IntN(len(n.data) - n.syncedLen + 1)
 			data = append(data, n.data[n.syncedLen:n.syncedLen+keep]...)
+		case n.durableCopy != nil && len(n.data) > n.dirtyFrom:
+			// Changes in place: a prefix of them, in file order, reached
+			// the disk over the durable content.
+			keep := opts.Rand.IntN(len(n.data) - n.dirtyFrom + 1)
+			if end := n.dirtyFrom + keep; end > len(data) {
+				data = append(data, make([]byte, end-len(data))...)
+			}
+			copy(data[n.dirtyFrom:], n.data[n.dirtyFrom:n.dirtyFrom+keep])
 		}
 		cn := &memNode{data: data, syncedLen: len(data), modTime: n.modTime}
 		seen[n] = cn
@@ -497,6 +524,34 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteAt writes p at off; a gap past the end reads as zeros.
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("write", true); err != nil {
+		return 0, err
+	}
+	if err := f.fs.beginLocked(OpWrite, f.name); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: os.ErrInvalid}
+	}
+	n := f.n
+	if grow := int(off) + len(p) - len(n.data); grow > 0 {
+		if err := f.fs.spaceLocked(f.name, grow); err != nil {
+			return 0, err
+		}
+	}
+	n.keepDurableLocked(int(min(off, int64(len(n.data)))))
+	if end := int(off) + len(p); end > len(n.data) {
+		n.data = append(n.data, make([]byte, end-len(n.data))...)
+	}
+	copy(n.data[off:], p)
+	n.modTime = time.Now()
+	return len(p), nil
+}
+
 func (f *memFile) Sync() error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
@@ -524,11 +579,9 @@ func (f *memFile) Truncate(size int64) error {
 		return &os.PathError{Op: "truncate", Path: f.name, Err: os.ErrInvalid}
 	}
 	n := f.n
-	if size < int64(n.syncedLen) && n.durableCopy == nil {
-		// The durable content stays as it was until the next Sync; keep a
-		// copy, since appends after the cut overwrite data's backing array.
-		n.durableCopy = append([]byte(nil), n.data[:n.syncedLen]...)
-	}
+	// The durable content stays as it was until the next Sync; keep a
+	// copy, since appends after the cut overwrite data's backing array.
+	n.keepDurableLocked(int(min(size, int64(len(n.data)))))
 	if size <= int64(len(n.data)) {
 		n.data = n.data[:size:size]
 	} else {

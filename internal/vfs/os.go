@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,19 +16,28 @@ func OS() FS { return osFS{} }
 
 type osFS struct{}
 
-// osFile is an operating-system file opened in append mode: every Write
-// lands at the end of the file, and reads use pread, so the shared file
-// position is never used.
+// osFile is an operating-system file. Write seeks to the end of the
+// file first, so that it appends (the file is not opened with O_APPEND,
+// under which Linux would ignore WriteAt's position); WriteAt and ReadAt
+// use pwrite and pread. Only one goroutine writes a file.
 type osFile struct {
 	f *os.File
 }
 
-func (o osFile) ReadAt(p []byte, off int64) (int, error) { return o.f.ReadAt(p, off) }
-func (o osFile) Write(p []byte) (int, error)             { return o.f.Write(p) }
-func (o osFile) Sync() error                             { return datasync(o.f) }
-func (o osFile) Truncate(size int64) error               { return o.f.Truncate(size) }
-func (o osFile) Close() error                            { return o.f.Close() }
-func (o osFile) OS() *os.File                            { return o.f }
+func (o osFile) ReadAt(p []byte, off int64) (int, error)  { return o.f.ReadAt(p, off) }
+func (o osFile) WriteAt(p []byte, off int64) (int, error) { return o.f.WriteAt(p, off) }
+
+func (o osFile) Write(p []byte) (int, error) {
+	if _, err := o.f.Seek(0, io.SeekEnd); err != nil {
+		return 0, err
+	}
+	return o.f.Write(p)
+}
+
+func (o osFile) Sync() error               { return datasync(o.f) }
+func (o osFile) Truncate(size int64) error { return o.f.Truncate(size) }
+func (o osFile) Close() error              { return o.f.Close() }
+func (o osFile) OS() *os.File              { return o.f }
 
 func (o osFile) Size() (int64, error) {
 	fi, err := o.f.Stat()
@@ -38,7 +48,7 @@ func (o osFile) Size() (int64, error) {
 }
 
 func (osFS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +56,7 @@ func (osFS) Create(name string) (File, error) {
 }
 
 func (osFS) OpenRW(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,20 @@ func TestMemCapacity(t *testing.T) {
 	if u, _ := m.Usage("/"); u.Free != 2 || u.Total != 10 {
 		t.Fatalf("Usage = %+v, want 2 free of 10", u)
 	}
+	// WriteAt over existing bytes takes no space; past the end it takes
+	// what the file grows by.
+	if _, err := f.WriteAt(make([]byte, 8), 0); err != nil {
+		t.Fatalf("WriteAt over existing bytes on a nearly full FS: %v", err)
+	}
+	if _, err := f.WriteAt(make([]byte, 4), 7); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("WriteAt growing the file past capacity: %v, want ENOSPC", err)
+	}
+	if _, err := f.WriteAt(make([]byte, 3), 7); err != nil {
+		t.Fatalf("WriteAt growing the file to capacity: %v", err)
+	}
+	if err := f.Truncate(8); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 	m.Remove("/a")
 	if u, _ := m.Usage("/"); u.Free != 10 {

@@ -12,12 +12,17 @@ import (
 	"os"
 )
 
-// File is an open file. Writes append at the end of the file (files are
-// logs); reads are positional so that many readers can share one File.
+// File is an open file. Write appends at the end of the file (files are
+// logs); WriteAt writes at a position, so that a log can write over
+// space it allocated ahead (pre-zeroed); reads are positional so that
+// many readers can share one File.
 type File interface {
 	io.ReaderAt
 	// Write appends p to the end of the file.
 	Write(p []byte) (int, error)
+	// WriteAt writes p at off, over existing bytes or past the end (a
+	// gap reads as zeros). Like Write, it is durable only after Sync.
+	WriteAt(p []byte, off int64) (int, error)
 	// Sync makes every byte written so far durable (fdatasync).
 	Sync() error
 	// Truncate cuts the file to size bytes. Later writes append there.

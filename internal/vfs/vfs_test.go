@@ -58,6 +58,27 @@ func exercise(t *testing.T, fs FS, dir string) {
 	if string(got) != "hello!" {
 		t.Fatalf("after truncate and write: %q", got)
 	}
+	// WriteAt writes in place and past the end (the gap reads as zeros);
+	// Write still appends at the end afterwards.
+	if _, err := f.WriteAt([]byte("J"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("z"), 8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("?")); err != nil {
+		t.Fatal(err)
+	}
+	got = make([]byte, 10)
+	if n, err := f.ReadAt(got, 0); n != 10 || (err != nil && err != io.EOF) {
+		t.Fatalf("ReadAt after WriteAt = %d %v", n, err)
+	}
+	if string(got) != "Jello!\x00\x00z?" {
+		t.Fatalf("after WriteAt and Write: %q", got)
+	}
+	if err := f.Truncate(6); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -266,6 +287,47 @@ func TestMemCrashTearsPrefix(t *testing.T) {
 	write(t, f, "+")
 	if got, _ := contents(t, m, "/d/a"); got != "durable|torn-write-payload+" {
 		t.Fatalf("original changed by CrashClone: %q", got)
+	}
+}
+
+// TestMemCrashWriteAt: bytes written in place over synced ones (a log
+// writing into space it pre-zeroed) are durable only after Sync; a crash
+// keeps the old bytes, or with tearing a prefix of the new ones, in
+// file order, over them.
+func TestMemCrashWriteAt(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("/d")
+	f, _ := m.Create("/d/a")
+	m.SyncDir("/d")
+	zeros := string(make([]byte, 16))
+	write(t, f, "head|"+zeros)
+	f.Sync()
+	if _, err := f.WriteAt([]byte("new-bytes"), 5); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := contents(t, m.CrashClone(CrashOptions{}), "/d/a"); got != "head|"+zeros {
+		t.Fatalf("crash before Sync left %q, want the pre-zeroed file", got)
+	}
+	after := "head|new-bytes" + zeros[9:]
+	seen := map[string]bool{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 200; i++ {
+		got, _ := contents(t, m.CrashClone(CrashOptions{Tear: true, Rand: rng}), "/d/a")
+		k := 0
+		for k < len(got) && k < len(after) && got[k] == after[k] {
+			k++
+		}
+		if len(got) != len(after) || got[k:] != ("head|" + zeros)[k:] {
+			t.Fatalf("torn crash left %q: not a prefix of the new bytes over the old", got)
+		}
+		seen[got] = true
+	}
+	if len(seen) < 4 {
+		t.Fatalf("tears not random: %d outcomes", len(seen))
+	}
+	f.Sync()
+	if got, _ := contents(t, m.CrashClone(CrashOptions{Tear: true, Rand: rng}), "/d/a"); got != after {
+		t.Fatalf("crash after Sync left %q, want %q", got, after)
 	}
 }
 
