@@ -45,6 +45,11 @@
 // request.allowed; authz_test.go holds the table and fails for an API
 // without a declaration.
 //
+// Tools embedded in the same process (the web console) use embedded.go:
+// SASLEnabled, CheckPassword and LoginFailed for their own login, Allowed
+// for ACL decisions, and InternalConn, a net.Pipe connection served like
+// any other but as InternalPrincipal, outside ACLs and listener security.
+//
 // # Faults
 //
 // New takes the data directory's lock (<data>/LOCK) and Close releases
