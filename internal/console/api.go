@@ -275,7 +275,8 @@ func (s *Server) apiTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	records, size, tr := t.Totals()
-	out := map[string]any{"topic": t, "records": records, "size_bytes": size, "traffic": tr}
+	out := map[string]any{"topic": t, "records": records, "size_bytes": size, "traffic": tr,
+		"can_delete": s.may(r, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, t.Name)} // the page offers Delete only then
 	if !s.may(r, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, t.Name) {
 		out["configs_hidden"] = true
 	}

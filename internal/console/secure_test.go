@@ -260,9 +260,10 @@ func TestSecureConsoleACLs(t *testing.T) {
 		Topic         broker.TopicInfo
 		Records       int64
 		ConfigsHidden bool `json:"configs_hidden"`
+		CanDelete     bool `json:"can_delete"`
 	}
 	e.getAs(t, "/api/v1/topics/orders", alice, apw, &one)
-	if one.Records != 5 || len(one.Topic.Configs) != 0 || !one.ConfigsHidden {
+	if one.Records != 5 || len(one.Topic.Configs) != 0 || !one.ConfigsHidden || one.CanDelete {
 		t.Errorf("alice's orders = %+v", one)
 	}
 	var page recordsPage
@@ -449,6 +450,21 @@ func TestSecureConsoleInBrowser(t *testing.T) {
 	if s := b.text("#configs"); !strings.Contains(s, "DESCRIBE_CONFIGS") {
 		t.Errorf("configs section: %s", s)
 	}
+	if n := eval[int](b, `[...document.querySelectorAll('button')].filter(x => x.textContent === "Delete topic").length`); n != 0 {
+		t.Errorf("the page offers alice Delete topic (%d buttons) without DELETE on it", n)
+	}
 	b.screenshot("topic-as-alice")
 	b.noErrors("topic")
+
+	// The superuser is offered Delete topic on the same page.
+	login = "Basic " + base64.StdEncoding.EncodeToString([]byte("admin:admin-secret"))
+	if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": login}}); err != nil {
+		t.Fatal(err)
+	}
+	b.open("#/topics/secret")
+	b.wait(`document.querySelectorAll('#mb-table tr[data-offset]').length === 5`)
+	if n := eval[int](b, `[...document.querySelectorAll('button')].filter(x => x.textContent === "Delete topic").length`); n != 1 {
+		t.Errorf("the page offers the superuser %d Delete topic buttons, want 1", n)
+	}
+	b.noErrors("topic as admin")
 }

@@ -247,7 +247,7 @@ async function topicPage(main, name) {
   main.append(el("div", { class: "cards" },
     card("Partitions", t.partitions.length), card("Records", d.records.toLocaleString("en-US")), card("Size", bytes(d.size_bytes)),
     card("Retention", d.configs_hidden ? hiddenCell() : retention(t.configs.find((c) => c.name === "retention.ms")?.value)), card("Topic id", t.id)));
-  if (cluster && cluster.admin) {
+  if (cluster && cluster.admin && d.can_delete) {
     main.append(el("div", { class: "toolbar" }, el("button", {
       class: "danger", onclick: async () => {
         if (!confirm("Delete topic " + t.name + " and all its records?")) return;
