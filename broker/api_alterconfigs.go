@@ -53,20 +53,8 @@ func handleAlterConfigs(r *request) (kmsg.Response, error) {
 			}
 		}
 		replace := func(map[string]string, func(string) string) (map[string]string, error) { return set, nil }
-		switch {
-		case err != nil:
-		case seen[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
-			err = errCode(kerr.InvalidRequest, "resource %q appears more than once in the request", rr.ResourceName)
-		case rr.ResourceType == kmsg.ConfigResourceTypeTopic && !r.allowed(opAlterConfigs, resTopic, rr.ResourceName):
-			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to alter the configs of topic %q", rr.ResourceName)
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker && !r.allowedCluster(opAlterConfigs):
-			err = errCode(kerr.ClusterAuthorizationFailed, "not authorized to alter broker configs (ALTER_CONFIGS on the cluster)")
-		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
-			err = r.b.alterTopicConfigs(rr.ResourceName, replace, req.ValidateOnly)
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
-			err = r.b.alterBrokerConfigs(rr.ResourceName, replace, req.ValidateOnly)
-		default:
-			err = errCode(kerr.InvalidRequest, "only topic and broker configs can be altered")
+		if err == nil {
+			err = r.alterResource(rr.ResourceType, rr.ResourceName, seen, replace, req.ValidateOnly)
 		}
 		if err != nil {
 			sr.ErrorCode = codeOf(err)
@@ -82,4 +70,27 @@ func handleAlterConfigs(r *request) (kmsg.Response, error) {
 type resourceKey struct {
 	typ  kmsg.ConfigResourceType
 	name string
+}
+
+// configEdit turns a resource's current dynamic configs (and the values in
+// effect) into the new set: a replacement (AlterConfigs) or the
+// operations of IncrementalAlterConfigs applied.
+type configEdit = func(cur map[string]string, effective func(string) string) (map[string]string, error)
+
+// alterResource checks and applies one resource of an AlterConfigs or
+// IncrementalAlterConfigs request; seen counts each resource's entries.
+func (r *request) alterResource(rt kmsg.ConfigResourceType, name string, seen map[resourceKey]int, edit configEdit, validateOnly bool) error {
+	switch {
+	case seen[resourceKey{rt, name}] > 1:
+		return errCode(kerr.InvalidRequest, "resource %q appears more than once in the request", name)
+	case rt == kmsg.ConfigResourceTypeTopic && !r.allowed(opAlterConfigs, resTopic, name):
+		return errCode(kerr.TopicAuthorizationFailed, "not authorized to alter the configs of topic %q", name)
+	case rt == kmsg.ConfigResourceTypeBroker && !r.allowedCluster(opAlterConfigs):
+		return errCode(kerr.ClusterAuthorizationFailed, "not authorized to alter broker configs (ALTER_CONFIGS on the cluster)")
+	case rt == kmsg.ConfigResourceTypeTopic:
+		return r.b.alterTopicConfigs(name, edit, validateOnly)
+	case rt == kmsg.ConfigResourceTypeBroker:
+		return r.b.alterBrokerConfigs(name, edit, validateOnly)
+	}
+	return errCode(kerr.InvalidRequest, "only topic and broker configs can be altered")
 }

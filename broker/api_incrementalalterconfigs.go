@@ -41,21 +41,7 @@ func handleIncrementalAlterConfigs(r *request) (kmsg.Response, error) {
 		edit := func(cur map[string]string, effective func(string) string) (map[string]string, error) {
 			return applyIncremental(cur, effective, ops)
 		}
-		var err error
-		switch {
-		case seen[resourceKey{rr.ResourceType, rr.ResourceName}] > 1:
-			err = errCode(kerr.InvalidRequest, "resource %q appears more than once in the request", rr.ResourceName)
-		case rr.ResourceType == kmsg.ConfigResourceTypeTopic && !r.allowed(opAlterConfigs, resTopic, rr.ResourceName):
-			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to alter the configs of topic %q", rr.ResourceName)
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker && !r.allowedCluster(opAlterConfigs):
-			err = errCode(kerr.ClusterAuthorizationFailed, "not authorized to alter broker configs (ALTER_CONFIGS on the cluster)")
-		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
-			err = r.b.alterTopicConfigs(rr.ResourceName, edit, req.ValidateOnly)
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
-			err = r.b.alterBrokerConfigs(rr.ResourceName, edit, req.ValidateOnly)
-		default:
-			err = errCode(kerr.InvalidRequest, "only topic and broker configs can be altered")
-		}
+		err := r.alterResource(rr.ResourceType, rr.ResourceName, seen, edit, req.ValidateOnly)
 		if err != nil {
 			sr.ErrorCode = codeOf(err)
 			msg := err.Error()

@@ -200,7 +200,7 @@ func dynamicBrokerNames() []string {
 // this broker, "" for the cluster default): edit returns the new set from
 // the current one. The result is validated, persisted (broker.json,
 // fsynced) and applied to every topic that inherits it.
-func (b *Broker) alterBrokerConfigs(resource string, edit func(cur map[string]string, effective func(string) string) (map[string]string, error), validateOnly bool) error {
+func (b *Broker) alterBrokerConfigs(resource string, edit configEdit, validateOnly bool) error {
 	if resource != "" && resource != "0" {
 		return errCode(kerr.InvalidRequest, "broker %q does not exist; this broker's id is 0 (or use the cluster default, \"\")", resource)
 	}
@@ -257,7 +257,7 @@ func (b *Broker) alterBrokerConfigs(resource string, edit func(cur map[string]st
 // alterTopicConfigs changes a topic's explicit configs: edit returns the
 // new set from the current one. The result is validated, persisted in
 // topic.json (fsynced) and applied to the running partitions.
-func (b *Broker) alterTopicConfigs(name string, edit func(cur map[string]string, effective func(string) string) (map[string]string, error), validateOnly bool) error {
+func (b *Broker) alterTopicConfigs(name string, edit configEdit, validateOnly bool) error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	if b.closing.Load() {
