@@ -2,6 +2,8 @@ package acceptor
 
 import (
 	"log/slog"
+
+	"sluice/internal/wal"
 	"strconv"
 	"time"
 )
@@ -54,6 +56,19 @@ type Config struct {
 	// thousands. nil: no limit.
 	Syncs chan struct{}
 
+	// WAL, when set (FsyncPolicy FsyncAlways only), is the write-ahead
+	// log shared with other partitions: a cycle that wrote fewer than
+	// WALMaxCycle bytes since the last fsync is made durable by syncing
+	// the WAL (one fdatasync for every partition's cycle) instead of
+	// this partition's segment file, which is fsynced in the background
+	// on the flush tick and checkpointed. nil: every cycle fsyncs the
+	// segment.
+	WAL WAL
+	// WALMaxCycle is the most bytes written since the last fsync that a
+	// cycle hands to the WAL; larger cycles fsync the segment directly
+	// (the WAL would double their I/O). Default 256 KiB.
+	WALMaxCycle int
+
 	// Logger receives the acceptor's log lines (a failed partition, a
 	// healed one, a failed retention run); default: discard. Callers
 	// attach topic and partition with Logger.With.
@@ -76,6 +91,23 @@ type Config struct {
 	NewTicker func(d time.Duration) (c <-chan time.Time, stop func())
 }
 
+// WAL is the shared write-ahead log as a partition sees it;
+// *wal.Handle implements it.
+type WAL interface {
+	// Append copies data (whole batches, offsets first up to end) into
+	// the WAL and returns its position.
+	Append(first, end int64, data []byte) (uint64, error)
+	// Truncate appends an entry saying that the log now ends at end.
+	Truncate(end int64) (uint64, error)
+	// Sync returns once pos is durable (or the fsync covering it failed).
+	Sync(pos uint64) error
+	// Checkpoint says the partition's log is fsynced below end.
+	Checkpoint(end int64)
+	// Refill appends to the log, from its end up to offset to, the
+	// batches the WAL holds durably.
+	Refill(t wal.Target, to int64) error
+}
+
 // Defaults for zero Config fields.
 const (
 	DefaultQueueSize      = 4096
@@ -84,6 +116,7 @@ const (
 	DefaultRetentionCheck = time.Minute
 	DefaultHealBackoff    = 100 * time.Millisecond
 	DefaultHealBackoffMax = 30 * time.Second
+	DefaultWALMaxCycle    = 256 << 10
 )
 
 // withDefaults fills zero (and meaningless negative) fields.
@@ -108,6 +141,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.WALMaxCycle <= 0 {
+		c.WALMaxCycle = DefaultWALMaxCycle
+	}
+	if c.Policy != FsyncAlways {
+		c.WAL = nil // the WAL only replaces fsyncs that acks=all waits for
 	}
 	if c.HealBackoff <= 0 {
 		c.HealBackoff = DefaultHealBackoff

@@ -2,6 +2,7 @@ package acceptor
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,7 +17,16 @@ type runState struct {
 
 	next    int64 // the offset the next append gets
 	written int64 // every offset below it has been written to the log
-	synced  int64 // every offset below it has been fsynced
+	synced  int64 // every offset below it has been fsynced (the segment, or the WAL)
+
+	// With a WAL (Config.WAL): the segment file is fsynced below
+	// logSynced; walPos is the position of the last entry this partition
+	// appended to the WAL; direct says that a write since the last fsync
+	// started did not go to the WAL (the cycle was large), so the next
+	// fsync must be the segment's.
+	logSynced int64
+	walPos    uint64
+	direct    bool
 
 	buf       []byte         // coalescing buffer, capacity cfg.BufferSize, from bufPool while it holds bytes; nil otherwise
 	bufp      *[]byte        // the pool's handle on buf
@@ -42,7 +52,9 @@ type runState struct {
 	syncTarget int64     // written when the running fsync started
 	syncCount  int       // appends it covers that were written since the previous one
 	syncStart  time.Time // when it started
-	syncReq    chan struct{}
+	syncWAL    bool   // the running fsync is a WAL Sync (else the segment's)
+	syncPos    uint64 // the WAL position it waits for
+	syncReq    chan syncJob
 	syncDone   chan error
 	syncExited chan struct{}
 
@@ -59,7 +71,7 @@ type runState struct {
 
 func (r *runState) init(a *Acceptor) {
 	r.a, r.cfg = a, &a.cfg
-	r.syncReq = make(chan struct{}, 1)
+	r.syncReq = make(chan syncJob, 1)
 	r.syncDone = make(chan error, 1)
 	r.syncExited = make(chan struct{})
 	var stopFlush, stopRet func()
@@ -106,14 +118,30 @@ func (r *runState) dropBuf() {
 	r.buf, r.bufp = nil, nil
 }
 
+// syncJob is one fsync for the sync goroutine: the WAL's up to pos, or
+// the segment's.
+type syncJob struct {
+	wal bool
+	pos uint64
+}
+
 // syncLoop is the sync goroutine, started and stopped by the run
-// goroutine (loop): it fsyncs the log once per request on syncReq and
+// goroutine (loop): it runs one fsync per request on syncReq and
 // reports on syncDone, until syncReq is closed.
 func (a *Acceptor) syncLoop() {
 	defer close(a.run.syncExited)
-	for range a.run.syncReq {
-		a.run.syncDone <- a.syncLog()
+	for j := range a.run.syncReq {
+		a.run.syncDone <- a.doSync(j)
 	}
+}
+
+// doSync runs one fsync: a WAL Sync (shared by every partition waiting
+// on the same round; it takes no slot of the semaphore) or the log's.
+func (a *Acceptor) doSync(j syncJob) error {
+	if j.wal {
+		return a.cfg.WAL.Sync(j.pos)
+	}
+	return a.syncLog()
 }
 
 // syncLog fsyncs the log, holding a slot of the shared semaphore if
@@ -145,7 +173,7 @@ func (a *Acceptor) loop() {
 		r.armHeal()
 	}
 	r.next = a.log.NextOffset()
-	r.written, r.synced = r.next, r.next
+	r.written, r.synced, r.logSynced = r.next, r.next, r.next
 	r.prepared = true // nothing written yet: an idle partition allocates nothing
 
 	for {
@@ -212,7 +240,7 @@ func (r *runState) idle() bool {
 	}
 	if r.written > r.synced {
 		if r.overlap {
-			r.startSync()
+			r.startSync(false)
 		} else {
 			r.syncInline()
 		}
@@ -220,7 +248,9 @@ func (r *runState) idle() bool {
 	}
 	if !r.prepared {
 		r.prepared = true
-		if r.lastBytes > preallocMaxSync {
+		if r.lastBytes > preallocMaxSync || r.cfg.WAL != nil {
+			// With a WAL the segment's fsyncs run in the background:
+			// zeros ahead would only add I/O.
 			return false // large writes: the fsync is mostly data, zeros would double the I/O
 		}
 		// A failure to write the zeros (a full disk) leaves the log
@@ -242,8 +272,16 @@ func (r *runState) onFlushTick() {
 	if len(r.pending) > 0 {
 		r.write(r.buf, r.bufHdrs)
 	}
-	if r.failed == nil && r.written > r.synced && !r.syncing {
-		r.startSync()
+	if r.failed != nil || r.syncing {
+		return
+	}
+	switch {
+	case r.cfg.WAL != nil && r.logSynced < r.written:
+		// The checkpoint: the segment's own fsync, after which the WAL
+		// no longer needs this partition's entries below it.
+		r.startSync(true)
+	case r.written > r.synced:
+		r.startSync(false)
 	}
 }
 
@@ -360,6 +398,10 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 		err = r.a.log.Append(b, hs)
 		r.cfg.Metrics.write(len(b), len(r.pending))
 	}
+	if err == nil && r.cfg.WAL != nil && len(b) > 0 {
+		// Before the buffer goes back to the pool: the WAL copies b.
+		r.toWAL(r.written, r.pending[len(r.pending)-1].end, b)
+	}
 	r.dropBuf()
 	r.bufHdrs = r.bufHdrs[:0]
 	pending := r.pending
@@ -394,25 +436,48 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 	}
 }
 
-// startSync hands an fsync of everything written so far to the sync
-// goroutine.
-func (r *runState) startSync() {
+// toWAL hands the bytes just written to the log (offsets first up to
+// end) to the WAL, while the cycle stays small; a large one is
+// fsynced in the segment directly, which covers every earlier byte of the
+// file too.
+func (r *runState) toWAL(first, end int64, b []byte) {
+	if r.direct || r.syncBytes+len(b) > r.cfg.WALMaxCycle {
+		r.direct = true
+		return
+	}
+	pos, err := r.cfg.WAL.Append(first, end, b)
+	if err != nil {
+		r.direct = true // closed, or too large: the segment's fsync covers it
+		return
+	}
+	r.walPos = pos
+}
+
+// beginSync notes the start of an fsync of everything written so far and
+// returns what it is: the WAL's when the cycle went to the WAL (unless
+// log asks for the segment's), else the segment's.
+func (r *runState) beginSync(log bool) syncJob {
 	r.syncing = true
 	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
 	r.lastBytes, r.syncBytes = r.syncBytes, 0
 	r.syncStart = time.Now()
-	r.syncReq <- struct{}{}
+	r.syncWAL = r.cfg.WAL != nil && !log && !r.direct
+	r.syncPos = r.walPos
+	r.direct = false
+	return syncJob{wal: r.syncWAL, pos: r.syncPos}
+}
+
+// startSync hands an fsync of everything written so far to the sync
+// goroutine (log: the segment's, even for a small cycle).
+func (r *runState) startSync(log bool) {
+	r.syncReq <- r.beginSync(log)
 }
 
 // syncInline fsyncs everything written so far on the run goroutine and
 // releases what it made durable. Appends that arrived meanwhile (the
 // queue is not empty) mean load: the next fsyncs overlap with writes.
 func (r *runState) syncInline() {
-	r.syncing = true
-	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
-	r.lastBytes, r.syncBytes = r.syncBytes, 0
-	r.syncStart = time.Now()
-	err := r.a.syncLog()
+	err := r.a.doSync(r.beginSync(false))
 	busy := len(r.a.queue) > 0 // read before the release lets callers queue their next appends
 	r.finishSync(err)
 	r.overlap = busy
@@ -434,6 +499,12 @@ func (r *runState) finishSync(err error) {
 		return
 	}
 	r.synced = r.syncTarget
+	if !r.syncWAL {
+		r.logSynced = r.syncTarget
+		if r.cfg.WAL != nil {
+			r.cfg.WAL.Checkpoint(r.syncTarget)
+		}
+	}
 	r.healDelay = 0 // the disk works again: a later failure starts the backoff afresh
 	r.a.setHW(r.synced)
 	n := 0
@@ -449,13 +520,14 @@ func (r *runState) finishSync(err error) {
 	r.unsynced = r.unsynced[:rest]
 }
 
-// syncNow runs an fsync of everything written and waits for it.
+// syncNow runs an fsync of the segment covering everything written and
+// waits for it (with a WAL, it checkpoints too).
 func (r *runState) syncNow() {
 	if r.syncing {
 		r.finishSync(<-r.syncDone)
 	}
-	if r.failed == nil && r.written > r.synced {
-		r.startSync()
+	if r.failed == nil && (r.written > r.synced || r.logSynced < r.written) {
+		r.startSync(true)
 		r.finishSync(<-r.syncDone)
 	}
 }
@@ -518,6 +590,9 @@ func (r *runState) heal() {
 		r.finishSync(<-r.syncDone) // failed already: this only collects it
 	}
 	err := r.a.log.Recover(r.cfg.Policy != FsyncAlways)
+	if err == nil && r.cfg.WAL != nil {
+		err = r.healWAL()
+	}
 	if err == nil && r.cfg.Recovered != nil {
 		err = r.cfg.Recovered()
 	}
@@ -528,7 +603,8 @@ func (r *runState) heal() {
 		return
 	}
 	next := r.a.log.NextOffset()
-	r.next, r.written, r.synced, r.sinceSync = next, next, next, 0
+	r.next, r.written, r.synced, r.logSynced, r.sinceSync = next, next, next, next, 0
+	r.direct, r.syncBytes = false, 0
 	// healDelay is kept until an fsync succeeds, so that a disk still
 	// full fails, heals and fails again ever more slowly.
 	r.failed = nil
@@ -537,6 +613,34 @@ func (r *runState) heal() {
 	r.cfg.Metrics.healed()
 	r.cfg.Logger.Info("acceptor: partition healed; it takes appends again", "next_offset", next)
 	r.a.healthChanged()
+}
+
+// healWAL finishes a heal with a WAL: the log was cut back to its own
+// last fsync, but appends acknowledged after it are durable in the WAL
+// only, so they are refilled from it (up to r.synced); then the log is
+// fsynced and a truncate entry tells a later replay that entries of this
+// partition before it are stale past the log's end. It is synced before
+// the partition takes appends again.
+func (r *runState) healWAL() error {
+	l := r.a.log
+	if l.NextOffset() < r.synced {
+		if err := r.cfg.WAL.Refill(l, r.synced); err != nil {
+			return fmt.Errorf("refill acknowledged appends from the WAL: %w", err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		return fmt.Errorf("sync the healed log: %w", err)
+	}
+	end := l.NextOffset()
+	pos, err := r.cfg.WAL.Truncate(end)
+	if err == nil {
+		err = r.cfg.WAL.Sync(pos)
+	}
+	if err != nil {
+		return fmt.Errorf("write the WAL's truncate entry: %w", err)
+	}
+	r.cfg.WAL.Checkpoint(end)
+	return nil
 }
 
 // shutdown runs when Close is called and no more appends can be queued:

@@ -1,0 +1,619 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"sluice/internal/vfs"
+)
+
+// Errors.
+var (
+	// ErrClosed: the WAL was closed.
+	ErrClosed = errors.New("wal: closed")
+	// ErrTooLarge: an entry larger than a segment can hold.
+	ErrTooLarge = errors.New("wal: entry larger than a segment")
+)
+
+// Options configure a WAL. Zero values take the defaults noted.
+type Options struct {
+	FS  vfs.FS
+	Dir string // the WAL's directory, <data>/wal
+	// SegmentBytes is the length of each segment file; default 32 MiB.
+	SegmentBytes int64
+	// Logger receives the WAL's log lines; default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultSegmentBytes is the default Options.SegmentBytes.
+const DefaultSegmentBytes = 32 << 20
+
+// Pos is a position in the WAL: the number of bytes appended before and
+// including an entry, over the WAL's life in this process.
+type Pos uint64
+
+// meta is what the WAL keeps of an entry between Append and its write.
+type meta struct {
+	key   Key
+	end   int64 // data: the offset after its last batch; truncate: the new log end
+	size  int   // encoded bytes
+	trunc bool
+}
+
+// seg is a segment file the WAL wrote to (or writes to: the last one).
+type seg struct {
+	seq  uint64
+	path string
+	file vfs.File      // open while the segment is active; nil once sealed
+	size int64         // bytes of entries written (leader only, while active)
+	ends map[Key]int64 // guarded by WAL.mu: per key, the end of its entries here not yet checkpointed
+}
+
+// round is one write and fdatasync of everything appended before it
+// started.
+type round struct {
+	target Pos
+	done   chan struct{} // closed when the round finished
+}
+
+// failRange is a range of positions whose round failed: (from, to].
+type failRange struct {
+	from, to Pos
+	err      error
+}
+
+// prepared is a segment file made ready by the preparer, or why it could
+// not make one.
+type prepared struct {
+	seq  uint64
+	path string
+	file vfs.File
+	err  error
+}
+
+// WAL is a write-ahead log shared by many partition logs.
+//
+// Goroutines: Open starts the preparer goroutine, owned by the WAL, which
+// keeps one zeroed (or recycled) segment file ready; Close stops it and
+// waits for it. Rounds run on the goroutines calling Sync: one leads at a
+// time, the others wait for its round.
+//
+// Lock order: mu alone; rmMu is taken before mu and held across the
+// removal of segment files.
+type WAL struct {
+	fs       vfs.FS
+	dir      string
+	segBytes int64
+	log      *slog.Logger
+
+	mu        sync.Mutex // guards the fields below
+	buf       []byte     // entries appended since the running round took the buffer
+	metas     []meta     // one per entry in buf
+	spare     []byte     // the buffer the last round wrote, for reuse
+	spareMeta []meta
+	appended  Pos           // position of the last entry appended
+	done      Pos           // every round up to here has finished (well or not)
+	running   *round        // the round being written and synced; nil when none
+	fails     []failRange   // recent failed rounds, oldest first
+	ckpt      map[Key]int64 // per key, its log is fsynced below this offset
+	segs      []*seg        // segments with entries that may be needed, oldest first; the last is active
+	closed    bool
+
+	rmMu sync.Mutex // serializes the removal of segment files (taken before mu)
+
+	// Round leader state: only the goroutine leading a round uses it.
+	active    *seg // segment being written; nil before the first round or after a failure
+	lastErr   error
+	recycleMu sync.Mutex // guards recycle
+	recycle   []string   // sealed segment files no longer needed, for the preparer to reuse
+
+	prepC    chan prepared
+	stop     chan struct{}
+	prepDone chan struct{}
+	stopOnce sync.Once
+}
+
+// Open opens (creating if needed) the WAL in o.Dir and reads the
+// segments a previous run left. The caller replays them into the
+// partition logs (Replay.Apply), then calls Replay.Done, before handing
+// the WAL to appenders.
+func Open(o Options) (*WAL, *Replay, error) {
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := o.FS.MkdirAll(o.Dir); err != nil {
+		return nil, nil, fmt.Errorf("wal: create %s: %w", o.Dir, err)
+	}
+	rp, err := readAll(o.FS, o.Dir, o.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &WAL{
+		fs:       o.FS,
+		dir:      o.Dir,
+		segBytes: o.SegmentBytes,
+		log:      o.Logger,
+		ckpt:     map[Key]int64{},
+		prepC:    make(chan prepared),
+		stop:     make(chan struct{}),
+		prepDone: make(chan struct{}),
+	}
+	rp.w = w
+	go w.prepare(rp.nextSeq)
+	return w, rp, nil
+}
+
+// segPath is the path of segment seq.
+func (w *WAL) segPath(seq uint64) string {
+	return filepath.Join(w.dir, fmt.Sprintf("%020d%s", seq, segSuffix))
+}
+
+// segSuffix is the file name suffix of a segment.
+const segSuffix = ".wal"
+
+// Append copies data, whole RecordBatches with their offsets assigned,
+// from first up to end, into the WAL's buffer as an entry of key and
+// returns its position. It does not wait: Sync(pos) makes it durable.
+func (w *WAL) Append(k Key, first, end int64, data []byte) (Pos, error) {
+	return w.add(kindData, k, first, end, data)
+}
+
+// Truncate appends an entry saying that k's log now ends at end: entries
+// of k before it are stale past end. A partition writes one after it
+// healed (its log cut back and refilled) and syncs it before it takes
+// new appends.
+func (w *WAL) Truncate(k Key, end int64) (Pos, error) {
+	return w.add(kindTruncate, k, end, end, nil)
+}
+
+func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
+	size := entryHead + len(data)
+	if int64(size) > w.segBytes {
+		return 0, fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, ErrClosed
+	}
+	w.buf = appendEntry(w.buf, kind, k, off, data)
+	w.metas = append(w.metas, meta{key: k, end: end, size: size, trunc: kind == kindTruncate})
+	w.appended += Pos(size)
+	return w.appended, nil
+}
+
+// Sync returns once an fdatasync covering pos finished: nil if pos is
+// durable, the error of the round that failed to make it so. When no
+// round is running the caller leads one, which writes and syncs every
+// entry appended so far by anyone.
+func (w *WAL) Sync(pos Pos) error {
+	w.mu.Lock()
+	for {
+		if pos <= w.done {
+			err := w.failedLocked(pos)
+			w.mu.Unlock()
+			return err
+		}
+		if r := w.running; r != nil {
+			w.mu.Unlock()
+			<-r.done
+			w.mu.Lock()
+			continue
+		}
+		if w.closed {
+			w.mu.Unlock()
+			return ErrClosed
+		}
+		w.lead()
+	}
+}
+
+// failedLocked returns the error of the failed round covering pos, if
+// any. The caller holds mu.
+func (w *WAL) failedLocked(pos Pos) error {
+	for _, f := range w.fails {
+		if pos > f.from && pos <= f.to {
+			return f.err
+		}
+	}
+	return nil
+}
+
+// maxFails bounds the failed rounds remembered: a caller asks about a
+// position soon after appending it.
+const maxFails = 64
+
+// lead runs one round: it takes the buffer, writes and syncs it without
+// holding mu, then publishes the result. Called and returns with mu held.
+func (w *WAL) lead() {
+	r := &round{target: w.appended, done: make(chan struct{})}
+	w.running = r
+	buf, metas := w.buf, w.metas
+	w.buf, w.metas = w.spare[:0], w.spareMeta[:0]
+	from := w.done
+	w.mu.Unlock()
+
+	err := w.flush(buf, metas)
+
+	w.mu.Lock()
+	w.spare, w.spareMeta = buf[:0], metas[:0]
+	if err != nil {
+		w.fails = append(w.fails, failRange{from: from, to: r.target, err: err})
+		if len(w.fails) > maxFails {
+			w.fails = w.fails[1:]
+		}
+	}
+	w.done = r.target
+	w.running = nil
+	close(r.done)
+}
+
+// flush writes buf (entries described by metas) to the active segment,
+// rotating to a prepared one whenever the next entry does not fit, and
+// syncs. A failure abandons the active segment: the next round starts a
+// fresh one, so that nothing follows a bad entry inside a segment.
+func (w *WAL) flush(buf []byte, metas []meta) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	start := 0 // first byte of buf not yet written
+	for i := 0; i < len(metas); {
+		if w.active == nil {
+			if err := w.rotate(); err != nil {
+				return err
+			}
+		}
+		a := w.active
+		// The entries from i that fit in the active segment.
+		n, j := 0, i
+		for j < len(metas) && a.size+int64(n+metas[j].size) <= w.segBytes {
+			sealEntry(buf[start+n:], a.seq)
+			n += metas[j].size
+			j++
+		}
+		if n > 0 {
+			if _, err := a.file.WriteAt(buf[start:start+n], a.size); err != nil {
+				return w.abandon(fmt.Errorf("wal: write %s: %w", a.path, err))
+			}
+			a.size += int64(n)
+			w.noteEntries(a, metas[i:j])
+			start += n
+			i = j
+		}
+		if i < len(metas) || a.size == w.segBytes {
+			// Full: sync it before any later entry goes to the next
+			// segment, so that no entry is durable after a lost one.
+			if err := a.file.Sync(); err != nil {
+				return w.abandon(fmt.Errorf("wal: sync %s: %w", a.path, err))
+			}
+			w.seal()
+		}
+	}
+	if a := w.active; a != nil {
+		if err := a.file.Sync(); err != nil {
+			return w.abandon(fmt.Errorf("wal: sync %s: %w", a.path, err))
+		}
+	}
+	return nil
+}
+
+// noteEntries records, under mu, which keys have entries in s, up to
+// which offset, and removes segments a truncate entry made unneeded.
+func (w *WAL) noteEntries(s *seg, metas []meta) {
+	w.mu.Lock()
+	free := false
+	for _, m := range metas {
+		c, ok := w.ckpt[m.key]
+		if m.trunc {
+			// Entries of the key before this one are stale past m.end:
+			// no longer wait for a checkpoint beyond it.
+			for _, o := range w.segs {
+				if e, has := o.ends[m.key]; has && e > m.end {
+					o.ends[m.key] = m.end
+					if ok && c >= m.end {
+						delete(o.ends, m.key)
+						free = free || len(o.ends) == 0
+					}
+				}
+			}
+		}
+		if ok && c >= m.end {
+			continue // the log is already fsynced past it
+		}
+		if e, has := s.ends[m.key]; !has || e < m.end || m.trunc {
+			s.ends[m.key] = m.end
+		}
+	}
+	w.mu.Unlock()
+	if free {
+		w.collect()
+	}
+}
+
+// rotate makes a prepared segment the active one.
+func (w *WAL) rotate() error {
+	select {
+	case p := <-w.prepC:
+		if p.err != nil {
+			return fmt.Errorf("wal: prepare a segment: %w", p.err)
+		}
+		s := &seg{seq: p.seq, path: p.path, file: p.file, ends: map[Key]int64{}}
+		w.mu.Lock()
+		w.segs = append(w.segs, s)
+		w.mu.Unlock()
+		w.active = s
+		return nil
+	case <-w.stop:
+		return ErrClosed
+	}
+}
+
+// seal closes the active segment's file; the segment stays listed until
+// every key with entries in it checkpointed past them.
+func (w *WAL) seal() {
+	a := w.active
+	w.active = nil
+	_ = a.file.Close() // synced: nothing to lose
+	a.file = nil
+	w.collect()
+}
+
+// abandon gives up the active segment after a failed write or sync and
+// returns err. The next round writes to a fresh segment.
+func (w *WAL) abandon(err error) error {
+	w.log.Error("wal: write failed; the partitions of this group commit fail and heal; the WAL goes on in a fresh segment", "err", err)
+	if a := w.active; a != nil {
+		w.active = nil
+		_ = a.file.Close()
+		a.file = nil
+	}
+	w.collect()
+	return err
+}
+
+// Checkpoint tells the WAL that k's log is fsynced below end: its entries
+// below end are no longer needed. Segments every key of which
+// checkpointed past its entries are removed (or kept for reuse).
+func (w *WAL) Checkpoint(k Key, end int64) {
+	w.mu.Lock()
+	if c, ok := w.ckpt[k]; ok && c >= end {
+		w.mu.Unlock()
+		return
+	}
+	w.ckpt[k] = end
+	free := false
+	for _, s := range w.segs {
+		if e, ok := s.ends[k]; ok && e <= end {
+			delete(s.ends, k)
+			free = free || len(s.ends) == 0
+		}
+	}
+	w.mu.Unlock()
+	if free {
+		w.collect()
+	}
+}
+
+// Forget drops k (its log was deleted): none of its entries are needed.
+func (w *WAL) Forget(k Key) {
+	w.Checkpoint(k, math.MaxInt64)
+	w.mu.Lock()
+	delete(w.ckpt, k)
+	w.mu.Unlock()
+}
+
+// collect removes the oldest sealed segments that no key needs any more,
+// oldest first and each removal synced before the next, so that after a
+// crash the segments left are always a suffix of the WAL (a stale entry
+// never comes back without the truncate entry that follows it). Their
+// files go to the preparer for reuse when it has none.
+func (w *WAL) collect() {
+	w.rmMu.Lock()
+	defer w.rmMu.Unlock()
+	for {
+		w.mu.Lock()
+		if len(w.segs) == 0 || w.segs[0].file != nil || len(w.segs[0].ends) > 0 {
+			w.mu.Unlock()
+			return
+		}
+		s := w.segs[0]
+		w.mu.Unlock()
+		if !w.retire(s.path) {
+			return
+		}
+		w.mu.Lock()
+		w.segs = w.segs[1:]
+		w.mu.Unlock()
+	}
+}
+
+// retire removes a segment file no longer needed, or renames it for
+// reuse; false if that failed (it is retried at the next collect).
+func (w *WAL) retire(path string) bool {
+	w.recycleMu.Lock()
+	keep := len(w.recycle) == 0
+	w.recycleMu.Unlock()
+	if keep {
+		// Renamed out of the sequence: replay ignores it, the preparer
+		// renames it back in under a new number.
+		spare := path + ".spare"
+		if err := w.fs.Rename(path, spare); err == nil {
+			if err := w.fs.SyncDir(w.dir); err != nil {
+				w.log.Warn("wal: sync directory after retiring a segment", "err", err)
+				return false
+			}
+			w.recycleMu.Lock()
+			w.recycle = append(w.recycle, spare)
+			w.recycleMu.Unlock()
+			return true
+		}
+	}
+	if err := w.fs.Remove(path); err != nil {
+		w.log.Warn("wal: remove a segment no longer needed", "path", path, "err", err)
+		return false
+	}
+	if err := w.fs.SyncDir(w.dir); err != nil {
+		w.log.Warn("wal: sync directory after removing a segment", "err", err)
+		return false
+	}
+	return true
+}
+
+// prepare is the preparer goroutine: it keeps one segment file ready,
+// full length and zeroed (or a reused one, whose old entries fail their
+// CRC under the new sequence number), synced with its directory entry.
+// It stops when stop is closed.
+func (w *WAL) prepare(seq uint64) {
+	defer close(w.prepDone)
+	backoff := 100 * time.Millisecond
+	for {
+		p := w.makeSegment(seq)
+		if p.err != nil {
+			w.log.Warn("wal: cannot prepare a segment", "seq", seq, "err", p.err)
+		}
+		select {
+		case w.prepC <- p:
+		case <-w.stop:
+			if p.file != nil {
+				_ = p.file.Close()
+			}
+			return
+		}
+		if p.err == nil {
+			seq++
+			backoff = 100 * time.Millisecond
+			continue
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-w.stop:
+			t.Stop()
+			return
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// zeros is what makeSegment writes (read only).
+var zeros = make([]byte, 1<<20)
+
+// makeSegment makes segment seq ready.
+func (w *WAL) makeSegment(seq uint64) prepared {
+	path := w.segPath(seq)
+	w.recycleMu.Lock()
+	var spare string
+	if n := len(w.recycle); n > 0 {
+		spare = w.recycle[n-1]
+		w.recycle = w.recycle[:n-1]
+	}
+	w.recycleMu.Unlock()
+	if spare != "" {
+		if err := w.fs.Rename(spare, path); err == nil {
+			if f, err := w.fs.OpenRW(path); err == nil {
+				if size, err := f.Size(); err == nil && size == w.segBytes {
+					if err := w.fs.SyncDir(w.dir); err == nil {
+						return prepared{seq: seq, path: path, file: f}
+					}
+				}
+				_ = f.Close()
+			}
+		}
+		_ = w.fs.Remove(path)
+		_ = w.fs.Remove(spare)
+	}
+	_ = w.fs.Remove(path) // left by an earlier failed attempt
+	f, err := w.fs.Create(path)
+	if err != nil {
+		return prepared{err: err}
+	}
+	fail := func(err error) prepared {
+		_ = f.Close()
+		_ = w.fs.Remove(path)
+		return prepared{err: err}
+	}
+	for off := int64(0); off < w.segBytes; {
+		n := min(w.segBytes-off, int64(len(zeros)))
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			return fail(err)
+		}
+		off += n
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := w.fs.SyncDir(w.dir); err != nil {
+		return fail(err)
+	}
+	return prepared{seq: seq, path: path, file: f}
+}
+
+// Close stops the preparer and closes the active segment. Appended
+// entries not yet synced are dropped: callers sync (or fsync their own
+// logs) before. Idempotent.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	for w.running != nil {
+		r := w.running
+		w.mu.Unlock()
+		<-r.done
+		w.mu.Lock()
+	}
+	w.mu.Unlock()
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.prepDone
+	if a := w.active; a != nil {
+		w.active = nil
+		_ = a.file.Close()
+		a.file = nil
+	}
+	return nil
+}
+
+// Size is the bytes of segment files the WAL holds (for metrics and tests).
+func (w *WAL) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return int64(len(w.segs)) * w.segBytes
+}
+
+// Handle is a WAL bound to one key: what a partition's acceptor uses.
+type Handle struct {
+	w *WAL
+	k Key
+}
+
+// For returns the handle of key k.
+func (w *WAL) For(k Key) *Handle { return &Handle{w: w, k: k} }
+
+// Append appends data (offsets first up to end) as an entry of the key.
+func (h *Handle) Append(first, end int64, data []byte) (uint64, error) {
+	p, err := h.w.Append(h.k, first, end, data)
+	return uint64(p), err
+}
+
+// Truncate appends a truncate entry: the key's log now ends at end.
+func (h *Handle) Truncate(end int64) (uint64, error) {
+	p, err := h.w.Truncate(h.k, end)
+	return uint64(p), err
+}
+
+// Sync waits until pos is durable.
+func (h *Handle) Sync(pos uint64) error { return h.w.Sync(Pos(pos)) }
+
+// Checkpoint says the key's log is fsynced below end.
+func (h *Handle) Checkpoint(end int64) { h.w.Checkpoint(h.k, end) }
+
+// Refill appends to t the key's durable batches from t's end up to (not
+// including) offset to, reading them from the WAL's files: what a healing
+// partition lost when its log was cut back to its own last fsync.
+func (h *Handle) Refill(t Target, to int64) error { return h.w.refill(h.k, t, to) }
