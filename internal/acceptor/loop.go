@@ -52,8 +52,8 @@ type runState struct {
 	syncTarget int64     // written when the running fsync started
 	syncCount  int       // appends it covers that were written since the previous one
 	syncStart  time.Time // when it started
-	syncWAL    bool   // the running fsync is a WAL Sync (else the segment's)
-	syncPos    uint64 // the WAL position it waits for
+	syncWAL    bool      // the running fsync is a WAL Sync (else the segment's)
+	syncPos    uint64    // the WAL position it waits for
 	syncReq    chan syncJob
 	syncDone   chan error
 	syncExited chan struct{}
