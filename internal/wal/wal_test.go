@@ -1,0 +1,227 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"sluice/internal/batch"
+	"sluice/internal/storage/storagetest"
+	"sluice/internal/vfs"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// memLog is a Target that keeps batches in memory.
+type memLog struct {
+	data []byte
+	next int64
+}
+
+func (l *memLog) NextOffset() int64 { return l.next }
+
+func (l *memLog) Append(b []byte, _ []batch.Header) error {
+	_, err := batch.Split(b, func(h batch.Header, _ []byte) error {
+		if h.BaseOffset != l.next {
+			return fmt.Errorf("batch at %d, log ends at %d", h.BaseOffset, l.next)
+		}
+		l.next = h.LastOffset() + 1
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	l.data = append(l.data, b...)
+	return nil
+}
+
+// batches returns n one-record batches with offsets from base.
+func batches(base int64, n int, seed int64) []byte {
+	var out []byte
+	for i := range n {
+		b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 20, seed+int64(i)), base+int64(i))
+		out = append(out, b...)
+	}
+	return out
+}
+
+func key(p int32) Key { return Key{Topic: [16]byte{9}, Partition: p} }
+
+func open(t *testing.T, fs vfs.FS, segBytes int64) (*WAL, *Replay) {
+	t.Helper()
+	w, rp, err := Open(Options{FS: fs, Dir: "/wal", SegmentBytes: segBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, rp
+}
+
+// TestGroupCommitAndReplay: entries of many keys appended concurrently
+// are durable after Sync; after a crash a replay rebuilds each key's log
+// exactly, across several segments.
+func TestGroupCommitAndReplay(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _ := open(t, fs, 4<<10)
+	const keys, per = 8, 40
+	want := make([][]byte, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				b := batches(int64(i), 1, int64(k*1000+i))
+				want[k] = append(want[k], b...)
+				pos, err := w.Append(key(int32(k)), int64(i), int64(i+1), b)
+				if err == nil {
+					err = w.Sync(pos)
+				}
+				if err != nil {
+					t.Errorf("key %d append %d: %v", k, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	syncs := fs.Ops(vfs.OpSync)
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	w.Close()
+	if syncs >= keys*per {
+		t.Errorf("%d appends took %d fsyncs: no group commit", keys*per, syncs)
+	}
+	w2, rp := open(t, crashed, 4<<10)
+	defer w2.Close()
+	for k := range keys {
+		l := &memLog{}
+		a, err := rp.Apply(key(int32(k)), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Batches != per || !bytes.Equal(l.data, want[k]) {
+			t.Fatalf("key %d: replay appended %d batches (%d bytes), want %d (%d bytes)", k, a.Batches, len(l.data), per, len(want[k]))
+		}
+	}
+	if err := rp.Done(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplaySkipsHeldHolesAndStale: batches the log holds are skipped,
+// a batch past its end (a hole) is ignored, and entries before a
+// truncate entry count only below its offset.
+func TestReplaySkipsHeldHolesAndStale(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _ := open(t, fs, 1<<20)
+	k := key(1)
+	must := func(p Pos, err error) {
+		t.Helper()
+		if err == nil {
+			err = w.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Append(k, 0, 4, batches(0, 4, 1)))
+	must(w.Append(k, 4, 8, batches(4, 4, 2))) // stale past 6: the truncate below
+	must(w.Truncate(k, 6))
+	fresh := batches(6, 3, 3)
+	must(w.Append(k, 6, 9, fresh))
+	must(w.Append(key(2), 5, 6, batches(5, 1, 4))) // a hole for a log that ends at 0
+	w.Close()
+
+	_, rp := open(t, fs.CrashClone(vfs.CrashOptions{}), 1<<20)
+	defer rp.w.Close()
+	held := &memLog{}
+	if err := held.Append(batches(0, 2, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	a, err := rp.Apply(k, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.next != 9 || a.Batches != 7 {
+		t.Fatalf("log ends at %d after %d batches replayed, want 9 after 7", held.next, a.Batches)
+	}
+	if !bytes.Equal(held.data[len(held.data)-len(fresh):], fresh) {
+		t.Fatal("the batches after the truncate entry are not the fresh ones")
+	}
+	other := &memLog{}
+	a, err = rp.Apply(key(2), other)
+	if err != nil || other.next != 0 || a.Skipped != 1 {
+		t.Fatalf("entry past a hole: log end %d, skipped %d, err %v", other.next, a.Skipped, err)
+	}
+}
+
+// TestCheckpointFreesSegments: sealed segments are retired once every key
+// with entries in them checkpointed past them, and not before.
+func TestCheckpointFreesSegments(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _ := open(t, fs, 2<<10)
+	defer w.Close()
+	off := []int64{0, 0}
+	for i := range 40 {
+		k := int32(i % 2)
+		b := batches(off[k], 1, int64(i))
+		p, err := w.Append(key(k), off[k], off[k]+1, b)
+		if err == nil {
+			err = w.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		off[k]++
+	}
+	before := w.Size()
+	if before < 4<<10 {
+		t.Fatalf("WAL holds %d bytes of segments: the workload did not fill several", before)
+	}
+	w.Checkpoint(key(0), off[0])
+	if w.Size() != before {
+		t.Fatalf("segments freed (%d -> %d bytes) while key 1 still needs them", before, w.Size())
+	}
+	w.Checkpoint(key(1), off[1])
+	if w.Size() > 2<<10 {
+		t.Fatalf("WAL holds %d bytes after every key checkpointed; want the active segment only", w.Size())
+	}
+}
+
+// TestFailedRoundFailsItsWaiters: a failed fsync fails every append of the
+// round, and the WAL goes on in a fresh segment.
+func TestFailedRoundFailsItsWaiters(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _ := open(t, fs, 64<<10)
+	defer w.Close()
+	p0, _ := w.Append(key(0), 0, 1, batches(0, 1, 1))
+	if err := w.Sync(p0); err != nil {
+		t.Fatal(err)
+	}
+	fs.Inject(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync {
+			return vfs.Errno(op, syscall.EIO)
+		}
+		return nil
+	})
+	p1, _ := w.Append(key(0), 1, 2, batches(1, 1, 2))
+	p2, _ := w.Append(key(1), 0, 1, batches(0, 1, 3))
+	if err := w.Sync(p2); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("sync of a failed round: %v", err)
+	}
+	if err := w.Sync(p1); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("the other append of the failed round: %v", err)
+	}
+	if err := w.Sync(p0); err != nil {
+		t.Fatalf("an append synced before the failure: %v", err)
+	}
+	fs.Inject(nil)
+	p3, _ := w.Append(key(1), 0, 1, batches(0, 1, 4))
+	if err := w.Sync(p3); err != nil {
+		t.Fatalf("after the failure: %v", err)
+	}
+}
