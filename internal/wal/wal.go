@@ -7,7 +7,6 @@ import (
 	"math"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"sluice/internal/vfs"
 )
@@ -340,9 +339,17 @@ func (w *WAL) noteEntries(s *seg, metas []meta) {
 
 // rotate makes a prepared segment the active one.
 func (w *WAL) rotate() error {
-	select {
-	case p := <-w.prepC:
+	for try := 0; ; try++ {
+		var p prepared
+		select {
+		case p = <-w.prepC:
+		case <-w.stop:
+			return ErrClosed
+		}
 		if p.err != nil {
+			if try == 0 {
+				continue // made before this round: ask for a fresh attempt
+			}
 			return fmt.Errorf("wal: prepare a segment: %w", p.err)
 		}
 		s := &seg{seq: p.seq, path: p.path, file: p.file, ends: map[Key]int64{}}
@@ -351,8 +358,6 @@ func (w *WAL) rotate() error {
 		w.mu.Unlock()
 		w.active = s
 		return nil
-	case <-w.stop:
-		return ErrClosed
 	}
 }
 
@@ -473,8 +478,10 @@ func (w *WAL) retire(path string) bool {
 // It stops when stop is closed.
 func (w *WAL) prepare(seq uint64) {
 	defer close(w.prepDone)
-	backoff := 100 * time.Millisecond
 	for {
+		// An attempt runs ahead of demand; a failed one is handed over
+		// too, and the next attempt starts once it was taken (rotate
+		// then asks again, so a stale failure fails no round).
 		p := w.makeSegment(seq)
 		if p.err != nil {
 			w.log.Warn("wal: cannot prepare a segment", "seq", seq, "err", p.err)
@@ -489,17 +496,7 @@ func (w *WAL) prepare(seq uint64) {
 		}
 		if p.err == nil {
 			seq++
-			backoff = 100 * time.Millisecond
-			continue
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-w.stop:
-			t.Stop()
-			return
-		}
-		backoff = min(2*backoff, 10*time.Second)
 	}
 }
 
