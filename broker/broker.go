@@ -21,6 +21,7 @@ import (
 	"sluice/internal/storage"
 	"sluice/internal/txn"
 	"sluice/internal/vfs"
+	"sluice/internal/wal"
 )
 
 // nodeID is the id of the one broker of a Sluice cluster.
@@ -50,6 +51,14 @@ type Broker struct {
 	metrics *metrics
 	accM    *acceptor.Metrics
 	syncs   chan struct{} // fsync slots shared by every partition's acceptor (acceptor.Config.Syncs)
+	// wal is the write-ahead log shared by the partitions (nil when off);
+	// walReplay is what the previous run left in it, replayed by load
+	// and retired once every partition opened; walOff is a WAL opened
+	// only to replay it (the WAL is off). Set by New, closed by Close.
+	wal       *wal.WAL
+	walReplay *wal.Replay
+	walOff    *wal.WAL
+	walKeep   bool // a partition was failed at Close: keep the WAL (set by closePartitions, under adminMu)
 
 	// adminMu serializes changes to the set of topics and partitions
 	// (create, delete, add partitions, producer-id reservation) and is
@@ -173,8 +182,18 @@ func New(opts ...Opt) (*Broker, error) {
 		lock.Unlock()
 		return nil, err
 	}
-	if err := b.load(); err != nil {
+	if err := b.openWAL(); err != nil {
+		b.stop()
+		lock.Unlock()
+		return nil, err
+	}
+	err = b.load()
+	if err == nil {
+		err = b.retireWALReplay()
+	}
+	if err != nil {
 		b.closePartitions()
+		b.closeWAL(false)
 		b.stop()
 		lock.Unlock()
 		return nil, err
@@ -434,7 +453,8 @@ func (b *Broker) Close() error {
 		if err := b.cleaner.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
-		errs = append(errs, b.closePartitions())
+		perr := b.closePartitions()
+		errs = append(errs, perr, b.closeWAL(perr == nil && !b.walKeep))
 		<-b.monitorDone
 		if err := b.lock.Unlock(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: release the data directory lock: %w", err))
@@ -459,6 +479,11 @@ func (b *Broker) closePartitions() error {
 	var errs []error
 	for _, t := range ts {
 		for _, p := range t.parts {
+			if p.acc.Err() != nil {
+				// Failed and not healed: its log may hold less than it
+				// acknowledged, which the WAL still has.
+				b.walKeep = true
+			}
 			if err := p.closeSnapshot(b); err != nil {
 				errs = append(errs, err)
 			}

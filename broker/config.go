@@ -42,6 +42,8 @@ type cfg struct {
 	diskInterval      time.Duration // between free-space checks
 	healBackoff       time.Duration // first wait before a failed partition recovers
 	preallocate       int64         // storage.Config.Preallocate (tests); 0: the default
+	wal               bool          // a write-ahead log shared by the partitions (FsyncAlways only)
+	walSegmentBytes   int64         // wal.Options.SegmentBytes (tests); 0: the default
 	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
 	partitionMetrics  bool
 	logRequests       bool
@@ -77,6 +79,7 @@ func defaultCfg() cfg {
 		dataDir:           DefaultDataDir,
 		listenAddr:        DefaultListenAddr,
 		fsync:             acceptor.FsyncAlways,
+		wal:               true,
 		autoCreate:        true,
 		defaultPartitions: 1,
 		maxRequestBytes:   DefaultMaxRequestBytes,
@@ -220,6 +223,17 @@ func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
 // data (storage.Config.Preallocate; tests: -1 turns it off, so that a
 // partition's files change only when it is written).
 func withPreallocate(n int64) Opt { return opt(func(c *cfg) { c.preallocate = n }) }
+
+// WAL turns the write-ahead log shared by every partition on or off.
+// Default on; it only applies under acceptor.FsyncAlways. With it, a
+// group commit of small appends to many partitions costs one fdatasync
+// of the WAL instead of one per partition; each partition's segment file
+// is fsynced in the background. Off, every partition fsyncs its own
+// segment. A WAL left by an earlier run is replayed at start either way.
+func WAL(on bool) Opt { return opt(func(c *cfg) { c.wal = on }) }
+
+// withWALSegmentBytes sets the WAL's segment size (tests).
+func withWALSegmentBytes(n int64) Opt { return opt(func(c *cfg) { c.walSegmentBytes = n }) }
 
 // withHealBackoff sets the first wait before a failed partition tries to
 // recover (tests: a short one). Default acceptor.DefaultHealBackoff.

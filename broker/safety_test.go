@@ -60,9 +60,10 @@ func treeState(t *testing.T, dir string) string {
 // changes nothing on disk; after Close the directory can be opened again.
 func TestSecondBrokerOnLockedDir(t *testing.T) {
 	dir := t.TempDir()
-	// No zeros written ahead: the first broker's idle partition would
-	// otherwise grow its segment between the two snapshots.
-	b := newBroker(t, dir, withPreallocate(-1))
+	// No zeros written ahead, no WAL: the first broker's idle partition
+	// would otherwise grow its segment, and the WAL prepare its next
+	// one, between the two snapshots.
+	b := newBroker(t, dir, withPreallocate(-1), WAL(false))
 	if _, err := b.AppendBatch(context.Background(), "t", 0, storagetest.MakeBatch(3, 10, 1), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -373,8 +374,19 @@ func TestDiskGuard(t *testing.T) {
 // itself, the unsynced bytes are gone, new appends follow the
 // acknowledged ones, and a crash keeps exactly what was acknowledged.
 func TestEIOThenHealthy(t *testing.T) {
+	// Without the WAL the partition's own fsync fails; with it, the WAL's.
+	for _, wal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) { testEIOThenHealthy(t, wal) })
+	}
+}
+
+func testEIOThenHealthy(t *testing.T, wal bool) {
 	mem := vfs.NewMem()
-	b := newBroker(t, "/data", withFS(mem), withHealBackoff(time.Millisecond))
+	b := newBroker(t, "/data", withFS(mem), withHealBackoff(time.Millisecond), WAL(wal))
+	failing := "/data/topics/eio/"
+	if wal {
+		failing = "/data/wal/"
+	}
 	const topic = "eio"
 	if err := b.CreateTopic(context.Background(), topic, 1, nil); err != nil {
 		t.Fatal(err)
@@ -386,7 +398,7 @@ func TestEIOThenHealthy(t *testing.T) {
 	p := b.partition(topic, 0)
 	health := p.acc.HealthChanged()
 	mem.Inject(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasPrefix(op.Name, "/data/topics/"+topic+"/") {
+		if op.Kind == vfs.OpSync && strings.HasPrefix(op.Name, failing) {
 			return vfs.Errno(op, syscall.EIO)
 		}
 		return nil
@@ -586,8 +598,18 @@ func TestAdminUnderFaults(t *testing.T) {
 // the producer's retry of the same sequence must be written again, not
 // answered as a duplicate of records that no longer exist.
 func TestIdempotentRetryAfterHeal(t *testing.T) {
+	for _, wal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) { testIdempotentRetryAfterHeal(t, wal) })
+	}
+}
+
+func testIdempotentRetryAfterHeal(t *testing.T, wal bool) {
 	mem := vfs.NewMem()
-	b := newBroker(t, "/data", withFS(mem), withHealBackoff(time.Millisecond))
+	b := newBroker(t, "/data", withFS(mem), withHealBackoff(time.Millisecond), WAL(wal))
+	failing := "/data/topics/idem-heal/"
+	if wal {
+		failing = "/data/wal/"
+	}
 	const topic = "idem-heal"
 	if err := b.CreateTopic(context.Background(), topic, 1, nil); err != nil {
 		t.Fatal(err)
@@ -598,7 +620,7 @@ func TestIdempotentRetryAfterHeal(t *testing.T) {
 		t.Fatalf("first batch: %v", kerr.ErrorForCode(got.ErrorCode))
 	}
 	mem.Inject(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasPrefix(op.Name, "/data/topics/"+topic+"/") {
+		if op.Kind == vfs.OpSync && strings.HasPrefix(op.Name, failing) {
 			return vfs.Errno(op, syscall.EIO)
 		}
 		return nil

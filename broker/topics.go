@@ -18,6 +18,7 @@ import (
 	"sluice/internal/batch"
 	"sluice/internal/storage"
 	"sluice/internal/vfs"
+	"sluice/internal/wal"
 )
 
 // Data directory layout:
@@ -28,6 +29,7 @@ import (
 //	topics/<name>/<partition>/     a partition's segment files (package storage)
 //	groups/                        the group coordinator's internal log
 //	deleted/                       topics being deleted (removed at start)
+//	wal/                           the write-ahead log shared by the partitions (package wal)
 //
 // Every metadata file is written to <name>.tmp, fsynced, renamed into
 // place, and its directory fsynced. A topic directory without topic.json
@@ -38,6 +40,7 @@ const (
 	topicFile   = "topic.json"
 	groupsDir   = "groups"
 	deletedDir  = "deleted"
+	walDir      = "wal"
 )
 
 // pidBlock is how many producer ids are reserved in cluster.json at a
@@ -249,6 +252,15 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 	if r := l.Recovery(); !create {
 		log.Debug("partition recovered", "report", fmt.Sprintf("%+v", r))
 	}
+	key := wal.Key{Topic: t.id, Partition: i}
+	if err := b.replayWAL(key, l, log); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: open partition %s/%d: %w", t.name, i, err)
+	}
+	var pwal acceptor.WAL
+	if b.wal != nil {
+		pwal = b.wal.For(key)
+	}
 	pids := newProducerTable()
 	fromSnapshot := !create && b.loadSnapshot(dir, l.StartOffset(), l.NextOffset(), pids, txns)
 	if !fromSnapshot {
@@ -262,6 +274,7 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 		Policy:      b.cfg.fsync,
 		Metrics:     b.accM,
 		Syncs:       b.syncs,
+		WAL:         pwal,
 		Logger:      log,
 		HealBackoff: b.cfg.healBackoff,
 		// A healed log may have lost appends that had passed the

@@ -43,6 +43,7 @@ beats the default.`,
 	fs.StringVar(&o.advertise, "advertise", "", "address clients are told to connect to (default the listen address)")
 	choiceVar(fs, &o.fsync, "fsync", "always", "want always, interval or never",
 		"fsync policy: always (acks=all means fsynced), interval (every second), never (tests only)", oneOf("always", "interval", "never"))
+	fs.BoolVar(&o.wal, "wal", true, "with --fsync always, make small writes to many partitions durable with one fsync of a write-ahead log shared by the partitions")
 	fs.BoolVar(&o.autoCreate, "auto-create", true, "create unknown topics on metadata requests")
 	fs.IntVar(&o.partitions, "partitions", 1, "partitions of auto-created topics")
 	choiceVar(fs, &o.logLevel, "log-level", "info", "want debug, info, warn or error", "debug, info, warn or error",
@@ -66,6 +67,7 @@ beats the default.`,
 type serveOptions struct {
 	data, listen, advertise string
 	fsync                   string
+	wal                     bool
 	autoCreate              bool
 	partitions              int
 	logLevel                string
@@ -120,6 +122,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.ListenAddr(o.listen),
 		broker.AdvertiseAddr(o.advertise),
 		broker.Fsync(policy),
+		broker.WAL(o.wal),
 		broker.AutoCreateTopics(o.autoCreate),
 		broker.DefaultPartitions(int32(o.partitions)),
 		broker.Logger(logger),

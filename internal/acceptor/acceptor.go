@@ -20,6 +20,7 @@ type partitionLog interface {
 	ApplyRetention() (removed int, err error)
 	Preallocate() error
 	Recover(keepUnsynced bool) error
+	Abandon(cause error)
 }
 
 // Acceptor owns one partition's writes: one goroutine drains its queue.

@@ -307,6 +307,9 @@ func checkData(t *testing.T, data []byte, calls ...*call) {
 	}
 }
 
+// Abandon does nothing: Recover always cuts back to what was synced.
+func (f *fakeLog) Abandon(error) {}
+
 // Recover fails while an error is injected; otherwise it cuts the data
 // back to what was synced (unless keepUnsynced), as storage.Log does.
 func (f *fakeLog) Recover(keepUnsynced bool) error {

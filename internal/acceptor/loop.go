@@ -589,6 +589,11 @@ func (r *runState) heal() {
 	if r.syncing {
 		r.finishSync(<-r.syncDone) // failed already: this only collects it
 	}
+	if r.cfg.WAL != nil {
+		// The failure may be the WAL's, leaving the log healthy but
+		// holding bytes never acknowledged: cut them too.
+		r.a.log.Abandon(r.failed.cause)
+	}
 	err := r.a.log.Recover(r.cfg.Policy != FsyncAlways)
 	if err == nil && r.cfg.WAL != nil {
 		err = r.healWAL()

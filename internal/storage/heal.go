@@ -11,6 +11,13 @@ import (
 // Failed is the write-path failure that stopped the log, or nil.
 func (l *Log) Failed() error { return l.failure() }
 
+// Abandon marks the log failed with cause, unless it failed already, so
+// that Recover cuts it back to the bytes its own fsyncs covered. A writer
+// whose appends are made durable elsewhere first (the shared write-ahead
+// log) calls it when that fails: the bytes it wrote since are not
+// acknowledged and must not survive a heal.
+func (l *Log) Abandon(cause error) { _ = l.fail("abandoned after a write-ahead log failure", cause) }
+
 // Recover brings a failed log back into service without closing it, as
 // Open would after a crash: it cuts the active segment back to the bytes
 // known durable (those a successful Sync or Roll covered; with

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -26,11 +27,19 @@ type Target interface {
 
 // Replay is what Open found in the segments of a previous run.
 type Replay struct {
-	w       *WAL
+	fs      vfs.FS
+	dir     string
 	byKey   map[Key][]entry // each key's entries in WAL order
-	paths   []string        // the old segment files, oldest first
+	segs    []segFile       // the old segments, oldest first
+	paths   []string        // the files to remove: spares, then the old segments oldest first
 	nextSeq uint64
 	log     *slog.Logger
+}
+
+// segFile is a segment file found in the directory.
+type segFile struct {
+	seq  uint64
+	path string
 }
 
 // Applied reports what Replay.Apply did to one log.
@@ -42,39 +51,47 @@ type Applied struct {
 
 // readAll reads every segment in dir, oldest first.
 func readAll(fs vfs.FS, dir string, lg *slog.Logger) (*Replay, error) {
-	names, err := fs.ReadDir(dir)
+	rp, err := listSegments(fs, dir)
 	if err != nil {
-		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+		return nil, err
 	}
-	rp := &Replay{byKey: map[Key][]entry{}, nextSeq: 1, log: lg}
-	type segName struct {
-		seq  uint64
-		name string
-	}
-	var segs []segName
-	for _, n := range names {
-		if stem, ok := strings.CutSuffix(n, segSuffix); ok {
-			if seq, err := strconv.ParseUint(stem, 10, 64); err == nil && len(stem) == 20 {
-				segs = append(segs, segName{seq, n})
-				continue
-			}
-		}
-		// Spare files (retired segments renamed for reuse) and anything
-		// else the WAL left: not part of the log.
-		rp.paths = append(rp.paths, filepath.Join(dir, n))
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].seq < segs[j].seq })
-	for _, s := range segs {
-		path := filepath.Join(dir, s.name)
-		es, err := readSegment(fs, path, s.seq)
+	rp.log = lg
+	for i, s := range rp.segs {
+		es, err := readSegment(fs, s.path, s.seq)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range es {
 			rp.byKey[e.key] = append(rp.byKey[e.key], e)
 		}
-		rp.paths = append(rp.paths, path)
-		rp.nextSeq = s.seq + 1
+		if i == len(rp.segs)-1 {
+			rp.nextSeq = s.seq + 1
+		}
+	}
+	return rp, nil
+}
+
+// listSegments lists the files in dir: spare files (retired segments
+// renamed for reuse) and anything else first, then segments, oldest
+// first.
+func listSegments(fs vfs.FS, dir string) (*Replay, error) {
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	rp := &Replay{fs: fs, dir: dir, byKey: map[Key][]entry{}, nextSeq: 1, log: slog.New(slog.DiscardHandler)}
+	for _, n := range names {
+		if stem, ok := strings.CutSuffix(n, segSuffix); ok {
+			if seq, err := strconv.ParseUint(stem, 10, 64); err == nil && len(stem) == 20 {
+				rp.segs = append(rp.segs, segFile{seq, filepath.Join(dir, n)})
+				continue
+			}
+		}
+		rp.paths = append(rp.paths, filepath.Join(dir, n))
+	}
+	sort.Slice(rp.segs, func(i, j int) bool { return rp.segs[i].seq < rp.segs[j].seq })
+	for _, s := range rp.segs {
+		rp.paths = append(rp.paths, s.path)
 	}
 	return rp, nil
 }
@@ -138,13 +155,12 @@ func (rp *Replay) Apply(k Key, t Target) (Applied, error) {
 // the next (see collect). The caller has replayed and fsynced every log;
 // the entries of keys never applied (deleted topics) are dropped.
 func (rp *Replay) Done() error {
-	w := rp.w
 	for _, p := range rp.paths {
-		if err := w.fs.Remove(p); err != nil {
+		if err := rp.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("wal: remove replayed segment %s: %w", p, err)
 		}
-		if err := w.fs.SyncDir(w.dir); err != nil {
-			return fmt.Errorf("wal: sync directory %s: %w", w.dir, err)
+		if err := rp.fs.SyncDir(rp.dir); err != nil {
+			return fmt.Errorf("wal: sync directory %s: %w", rp.dir, err)
 		}
 	}
 	rp.paths, rp.byKey = nil, nil

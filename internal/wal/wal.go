@@ -145,7 +145,6 @@ func Open(o Options) (*WAL, *Replay, error) {
 		stop:     make(chan struct{}),
 		prepDone: make(chan struct{}),
 	}
-	rp.w = w
 	go w.prepare(rp.nextSeq)
 	return w, rp, nil
 }
@@ -446,7 +445,7 @@ func (w *WAL) retire(path string) bool {
 	w.recycleMu.Lock()
 	keep := len(w.recycle) == 0
 	w.recycleMu.Unlock()
-	if keep {
+	if keep && w.fullSize(path) {
 		// Renamed out of the sequence: replay ignores it, the preparer
 		// renames it back in under a new number.
 		spare := path + ".spare"
@@ -470,6 +469,13 @@ func (w *WAL) retire(path string) bool {
 		return false
 	}
 	return true
+}
+
+// fullSize reports whether a segment file was zeroed to full length (a
+// growing one is not worth reusing).
+func (w *WAL) fullSize(path string) bool {
+	fi, err := w.fs.Stat(path)
+	return err == nil && fi.Size() == w.segBytes
 }
 
 // prepare is the preparer goroutine: it keeps one segment file ready,
@@ -537,12 +543,19 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 		_ = w.fs.Remove(path)
 		return prepared{err: err}
 	}
-	for off := int64(0); off < w.segBytes; {
-		n := min(w.segBytes-off, int64(len(zeros)))
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
-			return fail(err)
+	if w.roomToZero() {
+		for off := int64(0); off < w.segBytes; {
+			n := min(w.segBytes-off, int64(len(zeros)))
+			if _, err := f.WriteAt(zeros[:n], off); err != nil {
+				// No room after all: a segment that grows as it is
+				// written (its fsyncs commit its size too).
+				if err := f.Truncate(0); err != nil {
+					return fail(err)
+				}
+				break
+			}
+			off += n
 		}
-		off += n
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
@@ -551,6 +564,19 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 		return fail(err)
 	}
 	return prepared{seq: seq, path: path, file: f}
+}
+
+// roomToZero reports whether the filesystem has room for a zeroed
+// segment with plenty to spare. On a nearly full disk a segment is not
+// zeroed ahead: it grows as it is written, like a partition's, and the
+// disk guard sees the WAL's bytes as it sees the logs'.
+func (w *WAL) roomToZero() bool {
+	st, ok := w.fs.(vfs.Statter)
+	if !ok {
+		return true
+	}
+	u, err := st.Usage(w.dir)
+	return err != nil || u.Free >= uint64(4*w.segBytes)
 }
 
 // Close stops the preparer and closes the active segment. Appended
@@ -574,6 +600,22 @@ func (w *WAL) Close() error {
 		a.file = nil
 	}
 	return nil
+}
+
+// Retire closes the WAL and removes its files, oldest segment first, each
+// removal synced before the next (see collect). The caller has fsynced
+// every log that appended to it (a clean shutdown), so nothing in it is
+// needed: the next start has nothing to replay, and a log repaired
+// offline (sluice repair) is not refilled from entries of before.
+func (w *WAL) Retire() error {
+	if err := w.Close(); err != nil {
+		return err
+	}
+	rp, err := listSegments(w.fs, w.dir)
+	if err != nil {
+		return err
+	}
+	return rp.Done()
 }
 
 // Size is the bytes of segment files the WAL holds (for metrics and tests).

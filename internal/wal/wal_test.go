@@ -169,8 +169,8 @@ func TestReplaySkipsHeldHolesAndStale(t *testing.T) {
 	must(w.Append(key(2), 5, 6, batches(5, 1, 4))) // a hole for a log that ends at 0
 	w.Close()
 
-	_, rp := open(t, fs.CrashClone(vfs.CrashOptions{}), 1<<20)
-	defer rp.w.Close()
+	w2, rp := open(t, fs.CrashClone(vfs.CrashOptions{}), 1<<20)
+	defer w2.Close()
 	held := &memLog{}
 	if err := held.Append(batches(0, 2, 1), nil); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"sluice/internal/acceptor"
+	"sluice/internal/storage"
+	"sluice/internal/wal"
+)
+
+// openWAL reads the write-ahead log a previous run left in <data>/wal (if
+// any) for load to replay into the partitions, and opens a fresh one for
+// this run when the WAL is on (fsync policy always). The directory
+// exists only once a WAL was used: a broker that never ran with it does
+// not scan or create anything.
+func (b *Broker) openWAL() error {
+	dir := filepath.Join(b.cfg.dataDir, walDir)
+	on := b.cfg.wal && b.cfg.fsync == acceptor.FsyncAlways
+	if _, err := b.fs.Stat(dir); err != nil && !on {
+		return nil // no WAL to replay, none wanted
+	}
+	w, rp, err := wal.Open(wal.Options{FS: b.fs, Dir: dir, SegmentBytes: b.cfg.walSegmentBytes, Logger: b.cfg.logger})
+	if err != nil {
+		return fmt.Errorf("broker: open the write-ahead log: %w", err)
+	}
+	b.walReplay = rp
+	if on {
+		b.wal = w
+	} else {
+		b.walOff = w // closed once replayed
+	}
+	return nil
+}
+
+// replayWAL brings a partition log just opened up to date from the WAL
+// of the previous run (batches acknowledged but durable only there) and
+// fsyncs it. A partition created now has no entries.
+func (b *Broker) replayWAL(key wal.Key, l *storage.Log, log *slog.Logger) error {
+	if b.walReplay == nil {
+		return nil
+	}
+	a, err := b.walReplay.Apply(key, l)
+	if err != nil {
+		return fmt.Errorf("replay the write-ahead log: %w", err)
+	}
+	if a.Batches == 0 {
+		return nil
+	}
+	if err := l.Sync(); err != nil {
+		return fmt.Errorf("sync after replaying the write-ahead log: %w", err)
+	}
+	log.Info("replayed acknowledged batches from the write-ahead log", "batches", a.Batches, "next_offset", a.End)
+	return nil
+}
+
+// retireWALReplay runs once every partition was opened (and replayed):
+// the old WAL segments are removed (entries of deleted topics with
+// them). With the WAL off, its directory goes too.
+func (b *Broker) retireWALReplay() error {
+	if b.walReplay == nil {
+		return nil
+	}
+	if err := b.walReplay.Done(); err != nil {
+		return fmt.Errorf("broker: retire the replayed write-ahead log: %w", err)
+	}
+	b.walReplay = nil
+	if w := b.walOff; w != nil {
+		b.walOff = nil
+		w.Close()
+		dir := filepath.Join(b.cfg.dataDir, walDir)
+		if err := b.fs.RemoveAll(dir); err != nil {
+			return fmt.Errorf("broker: remove %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// closeWAL closes the WAL after every partition closed. When each closed
+// cleanly (fsynced its log: nothing in the WAL is needed any more), the
+// WAL's files are removed, so that a clean restart replays nothing and a
+// log repaired offline is not refilled from entries of before.
+func (b *Broker) closeWAL(clean bool) error {
+	if w := b.walOff; w != nil {
+		w.Close()
+	}
+	w := b.wal
+	if w == nil {
+		return nil
+	}
+	if !clean {
+		return w.Close()
+	}
+	if err := w.Retire(); err != nil {
+		return fmt.Errorf("broker: remove the write-ahead log after a clean shutdown: %w", err)
+	}
+	return nil
+}
