@@ -15,11 +15,11 @@ import (
 	"sluice/internal/wal"
 )
 
-// walDir is the WAL's directory in the multi-partition crash tests.
-const walDir = "/data/wal"
+// walRoot holds the WAL and the partition logs in the crash tests.
+const walRoot = "/data"
 
-// walPartDir is partition p's log directory.
-func walPartDir(p int) string { return fmt.Sprintf("/data/p%d", p) }
+// walPartDir is partition p's log directory under root.
+func walPartDir(root string, p int) string { return fmt.Sprintf("%s/p%d", root, p) }
 
 // walKey is partition p's WAL key.
 func walKey(p int) wal.Key { return wal.Key{Topic: [16]byte{1, 2, 3}, Partition: int32(p)} }
@@ -54,8 +54,8 @@ var walScfg = func() storage.Config {
 // openWALParts opens the WAL and the logs of parts partitions in fs,
 // replays the WAL into them (as the broker does at start) and starts
 // their acceptors; cfg gets each partition's WAL handle.
-func openWALParts(fs vfs.FS, parts int, cfg Config) (*wal.WAL, []*storage.Log, []*Acceptor, []wal.Applied, error) {
-	w, rp, err := wal.Open(wal.Options{FS: fs, Dir: walDir, SegmentBytes: 64 << 10})
+func openWALParts(fs vfs.FS, root string, parts int, cfg Config) (*wal.WAL, []*storage.Log, []*Acceptor, []wal.Applied, error) {
+	w, rp, err := wal.Open(wal.Options{FS: fs, Dir: root + "/wal", SegmentBytes: 64 << 10})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -69,7 +69,7 @@ func openWALParts(fs vfs.FS, parts int, cfg Config) (*wal.WAL, []*storage.Log, [
 		return nil, nil, nil, nil, err
 	}
 	for p := range parts {
-		l, err := storage.Open(fs, walPartDir(p), walScfg)
+		l, err := storage.Open(fs, walPartDir(root, p), walScfg)
 		if err != nil {
 			return fail(err)
 		}
@@ -100,7 +100,7 @@ func openWALParts(fs vfs.FS, parts int, cfg Config) (*wal.WAL, []*storage.Log, [
 func runWALWorkload(t *testing.T, fs vfs.FS, parts, n, workers int, cfg Config) walWorkload {
 	t.Helper()
 	res := walWorkload{acks: make([][]acked, parts), hw: make([]int64, parts)}
-	w, logs, accs, _, err := openWALParts(fs, parts, cfg)
+	w, logs, accs, _, err := openWALParts(fs, walRoot, parts, cfg)
 	if err != nil {
 		res.firstErr = err
 		return res
@@ -152,9 +152,9 @@ func runWALWorkload(t *testing.T, fs vfs.FS, parts, n, workers int, cfg Config) 
 // recoverWAL replays the WAL in fs into every partition log (as a broker
 // start does) and then checks each partition as verifyRecovered does. It
 // returns the batches the replay appended.
-func recoverWAL(t *testing.T, fs vfs.FS, parts int, res walWorkload) int {
+func recoverWAL(t *testing.T, fs vfs.FS, root string, parts int, res walWorkload) int {
 	t.Helper()
-	w, logs, accs, applied, err := openWALParts(fs, parts, Config{RetentionCheck: -1})
+	w, logs, accs, applied, err := openWALParts(fs, root, parts, Config{RetentionCheck: -1})
 	if err != nil {
 		t.Fatalf("recover: %v", err)
 	}
@@ -167,7 +167,7 @@ func recoverWAL(t *testing.T, fs vfs.FS, parts int, res walWorkload) int {
 	for p := range parts {
 		n += applied[p].Batches
 		checkAckOrder(t, res.acks[p])
-		verifyRecovered(t, fs, walPartDir(p), res.acks[p], res.hw[p])
+		verifyRecovered(t, fs, walPartDir(root, p), res.acks[p], res.hw[p])
 	}
 	return n
 }
@@ -198,7 +198,7 @@ func TestWALCrashAtEveryBoundary(t *testing.T) {
 		t.Fatalf("clean run acknowledged %d of %d", got, n)
 	}
 	total := fs.Seq()
-	recoverWAL(t, fs, parts, res)
+	recoverWAL(t, fs, walRoot, parts, res)
 	step := int64(1)
 	if testing.Short() {
 		step = 7
@@ -215,7 +215,7 @@ func TestWALCrashAtEveryBoundary(t *testing.T) {
 		tear := k%2 == 0
 		crashed := fs.CrashClone(vfs.CrashOptions{Tear: tear, Rand: rand.New(rand.NewPCG(uint64(k), 3))})
 		t.Run(fmt.Sprintf("stop=%d/tear=%v", k, tear), func(t *testing.T) {
-			replayed += recoverWAL(t, crashed, parts, res)
+			replayed += recoverWAL(t, crashed, walRoot, parts, res)
 		})
 	}
 	t.Logf("%d crash points", total+total/8+1)
@@ -228,7 +228,7 @@ func TestWALCrashAtEveryBoundary(t *testing.T) {
 func TestWALCrashMidFlight(t *testing.T) {
 	const parts, n = 16, 1600
 	fs := vfs.NewMem()
-	w, logs, accs, _, err := openWALParts(fs, parts, walCfg)
+	w, logs, accs, _, err := openWALParts(fs, walRoot, parts, walCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestWALCrashMidFlight(t *testing.T) {
 	replayed := 0
 	for i, c := range crashes {
 		t.Run(fmt.Sprintf("crash=%d", i), func(t *testing.T) {
-			replayed += recoverWAL(t, c.fs, parts, c.res)
+			replayed += recoverWAL(t, c.fs, walRoot, parts, c.res)
 		})
 	}
 	if replayed == 0 {
@@ -321,7 +321,7 @@ func TestWALHeal(t *testing.T) {
 			fs.Inject(vfs.FailNth(tt.kind, tt.n, syscall.EIO, false))
 			cfg := walCfg
 			cfg.HealBackoff, cfg.HealBackoffMax = time.Millisecond, time.Millisecond
-			w, logs, accs, _, err := openWALParts(fs, parts, cfg)
+			w, logs, accs, _, err := openWALParts(fs, walRoot, parts, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -365,7 +365,7 @@ func TestWALHeal(t *testing.T) {
 				logs[p].Close()
 			}
 			w.Close()
-			recoverWAL(t, crashed, parts, res)
+			recoverWAL(t, crashed, walRoot, parts, res)
 		})
 	}
 }
