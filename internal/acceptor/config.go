@@ -103,6 +103,9 @@ type WAL interface {
 	Sync(pos uint64) error
 	// Checkpoint says the partition's log is fsynced below end.
 	Checkpoint(end int64)
+	// Behind reports whether the WAL wants this partition to
+	// checkpoint now (it holds old segments with its entries).
+	Behind() bool
 	// Refill appends to the log, from its end up to offset to, the
 	// batches the WAL holds durably.
 	Refill(t wal.Target, to int64) error

@@ -276,9 +276,11 @@ func (r *runState) onFlushTick() {
 		return
 	}
 	switch {
-	case r.cfg.WAL != nil && r.logSynced < r.written:
+	case r.cfg.WAL != nil && r.logSynced < r.written && r.cfg.WAL.Behind():
 		// The checkpoint: the segment's own fsync, after which the WAL
-		// no longer needs this partition's entries below it.
+		// no longer needs this partition's entries below it. Only when
+		// the WAL asks (it holds old segments with them), so that the
+		// segment fsyncs stay rare.
 		r.startSync(true)
 	case r.written > r.synced:
 		r.startSync(false)

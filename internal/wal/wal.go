@@ -48,9 +48,10 @@ type meta struct {
 type seg struct {
 	seq  uint64
 	path string
-	file vfs.File      // open while the segment is active; nil once sealed
-	size int64         // bytes of entries written (leader only, while active)
-	ends map[Key]int64 // guarded by WAL.mu: per key, the end of its entries here not yet checkpointed
+	file   vfs.File      // open while the segment is active; nil once sealed (leader only)
+	size   int64         // bytes of entries written (leader only, while active)
+	sealed bool          // guarded by WAL.mu: no more entries go here
+	ends   map[Key]int64 // guarded by WAL.mu: per key, the end of its entries here not yet checkpointed
 }
 
 // round is one write and fdatasync of everything appended before it
@@ -367,6 +368,9 @@ func (w *WAL) seal() {
 	w.active = nil
 	_ = a.file.Close() // synced: nothing to lose
 	a.file = nil
+	w.mu.Lock()
+	a.sealed = true
+	w.mu.Unlock()
 	w.collect()
 }
 
@@ -378,6 +382,9 @@ func (w *WAL) abandon(err error) error {
 		w.active = nil
 		_ = a.file.Close()
 		a.file = nil
+		w.mu.Lock()
+		a.sealed = true
+		w.mu.Unlock()
 	}
 	w.collect()
 	return err
@@ -406,6 +413,31 @@ func (w *WAL) Checkpoint(k Key, end int64) {
 	}
 }
 
+// keepSealed is how many sealed segments the WAL lets accumulate before
+// it asks partitions with entries in them to checkpoint (Behind): the
+// segment fsyncs of checkpoints then run once per two segments of WAL
+// writes rather than once per flush tick.
+const keepSealed = 2
+
+// Behind reports whether k should checkpoint now: it has entries in a
+// sealed segment and the WAL holds keepSealed or more of them.
+func (w *WAL) Behind(k Key) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sealed := 0
+	has := false
+	for _, s := range w.segs {
+		if !s.sealed {
+			break
+		}
+		sealed++
+		if _, ok := s.ends[k]; ok {
+			has = true
+		}
+	}
+	return has && sealed >= keepSealed
+}
+
 // Forget drops k (its log was deleted): none of its entries are needed.
 func (w *WAL) Forget(k Key) {
 	w.Checkpoint(k, math.MaxInt64)
@@ -424,7 +456,7 @@ func (w *WAL) collect() {
 	defer w.rmMu.Unlock()
 	for {
 		w.mu.Lock()
-		if len(w.segs) == 0 || w.segs[0].file != nil || len(w.segs[0].ends) > 0 {
+		if len(w.segs) == 0 || !w.segs[0].sealed || len(w.segs[0].ends) > 0 {
 			w.mu.Unlock()
 			return
 		}
@@ -651,6 +683,9 @@ func (h *Handle) Sync(pos uint64) error { return h.w.Sync(Pos(pos)) }
 
 // Checkpoint says the key's log is fsynced below end.
 func (h *Handle) Checkpoint(end int64) { h.w.Checkpoint(h.k, end) }
+
+// Behind reports whether the key should checkpoint now (see WAL.Behind).
+func (h *Handle) Behind() bool { return h.w.Behind(h.k) }
 
 // Refill appends to t the key's durable batches from t's end up to (not
 // including) offset to, reading them from the WAL's files: what a healing

@@ -215,7 +215,13 @@ func TestCheckpointFreesSegments(t *testing.T) {
 	if before < 4<<10 {
 		t.Fatalf("WAL holds %d bytes of segments: the workload did not fill several", before)
 	}
+	if !w.Behind(key(0)) || !w.Behind(key(1)) {
+		t.Fatal("with several sealed segments holding their entries, the keys are not asked to checkpoint")
+	}
 	w.Checkpoint(key(0), off[0])
+	if w.Behind(key(0)) {
+		t.Fatal("a key that checkpointed past its entries is still asked to")
+	}
 	if w.Size() != before {
 		t.Fatalf("segments freed (%d -> %d bytes) while key 1 still needs them", before, w.Size())
 	}
