@@ -53,11 +53,12 @@ type Broker struct {
 	syncs   chan struct{} // fsync slots shared by every partition's acceptor (acceptor.Config.Syncs)
 	// wal is the write-ahead log shared by the partitions (nil when off);
 	// walReplay is what the previous run left in it, replayed by load
-	// and retired once every partition opened; walOff is a WAL opened
-	// only to replay it (the WAL is off). Set by New, closed by Close.
+	// and retired once every partition opened; walOff says the WAL is
+	// off and its directory goes once replayed. Set by New, closed by
+	// Close.
 	wal       *wal.WAL
 	walReplay *wal.Replay
-	walOff    *wal.WAL
+	walOff    bool
 	walKeep   bool // a partition was failed at Close: keep the WAL (set by closePartitions, under adminMu)
 
 	// adminMu serializes changes to the set of topics and partitions

@@ -17,20 +17,22 @@ import (
 // not scan or create anything.
 func (b *Broker) openWAL() error {
 	dir := filepath.Join(b.cfg.dataDir, walDir)
-	on := b.cfg.wal && b.cfg.fsync == acceptor.FsyncAlways
-	if _, err := b.fs.Stat(dir); err != nil && !on {
-		return nil // no WAL to replay, none wanted
+	if !b.cfg.wal || b.cfg.fsync != acceptor.FsyncAlways {
+		if _, err := b.fs.Stat(dir); err != nil {
+			return nil // no WAL to replay, none wanted
+		}
+		rp, err := wal.Read(b.fs, dir, b.cfg.logger)
+		if err != nil {
+			return fmt.Errorf("broker: read the write-ahead log: %w", err)
+		}
+		b.walReplay, b.walOff = rp, true
+		return nil
 	}
 	w, rp, err := wal.Open(wal.Options{FS: b.fs, Dir: dir, SegmentBytes: b.cfg.walSegmentBytes, Logger: b.cfg.logger})
 	if err != nil {
 		return fmt.Errorf("broker: open the write-ahead log: %w", err)
 	}
-	b.walReplay = rp
-	if on {
-		b.wal = w
-	} else {
-		b.walOff = w // closed once replayed
-	}
+	b.wal, b.walReplay = w, rp
 	return nil
 }
 
@@ -66,9 +68,8 @@ func (b *Broker) retireWALReplay() error {
 		return fmt.Errorf("broker: retire the replayed write-ahead log: %w", err)
 	}
 	b.walReplay = nil
-	if w := b.walOff; w != nil {
-		b.walOff = nil
-		w.Close()
+	if b.walOff {
+		b.walOff = false
 		dir := filepath.Join(b.cfg.dataDir, walDir)
 		if err := b.fs.RemoveAll(dir); err != nil {
 			return fmt.Errorf("broker: remove %s: %w", dir, err)
@@ -82,9 +83,6 @@ func (b *Broker) retireWALReplay() error {
 // WAL's files are removed, so that a clean restart replays nothing and a
 // log repaired offline is not refilled from entries of before.
 func (b *Broker) closeWAL(clean bool) error {
-	if w := b.walOff; w != nil {
-		w.Close()
-	}
 	w := b.wal
 	if w == nil {
 		return nil

@@ -49,6 +49,16 @@ type Applied struct {
 	End     int64 // the log's end afterwards
 }
 
+// Read reads the segments a previous run left in dir, without opening a
+// WAL to write: for a start with the WAL off, which replays them and then
+// removes them (Replay.Done).
+func Read(fs vfs.FS, dir string, lg *slog.Logger) (*Replay, error) {
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	return readAll(fs, dir, lg)
+}
+
 // readAll reads every segment in dir, oldest first.
 func readAll(fs vfs.FS, dir string, lg *slog.Logger) (*Replay, error) {
 	rp, err := listSegments(fs, dir)

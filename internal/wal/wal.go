@@ -46,8 +46,8 @@ type meta struct {
 
 // seg is a segment file the WAL wrote to (or writes to: the last one).
 type seg struct {
-	seq  uint64
-	path string
+	seq    uint64
+	path   string
 	file   vfs.File      // open while the segment is active; nil once sealed (leader only)
 	size   int64         // bytes of entries written (leader only, while active)
 	sealed bool          // guarded by WAL.mu: no more entries go here
