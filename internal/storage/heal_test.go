@@ -197,3 +197,35 @@ func TestRecoverKeepUnsynced(t *testing.T) {
 		t.Fatalf("after a crash: next offset %d, want 5 (Recover syncs what it keeps)", c.NextOffset())
 	}
 }
+
+// TestAbandonThenRecover: a healthy log abandoned by its writer (its
+// write-ahead log failed) refuses writes, and Recover cuts it back to
+// the bytes its own fsyncs covered.
+func TestAbandonThenRecover(t *testing.T) {
+	m := vfs.NewMem()
+	l := mustOpen(t, m, "/p", Config{})
+	defer l.Close()
+	a := newAppender(t, l)
+	a.add(3, 50, 1)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	synced := append([]byte(nil), a.data...)
+	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 50, 2), a.next)
+	if err := l.Append(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	l.Abandon(syscall.EIO)
+	if err := l.Append(b, nil); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Append on an abandoned log: %v, want ErrFailed wrapping the cause", err)
+	}
+	if err := l.Recover(false); err != nil {
+		t.Fatal(err)
+	}
+	if l.NextOffset() != 3 {
+		t.Fatalf("after Recover the log ends at %d, want 3 (the unsynced batch cut)", l.NextOffset())
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, synced) {
+		t.Fatal("after Recover the log does not hold exactly the synced batches")
+	}
+}
