@@ -78,9 +78,9 @@ type prepared struct {
 
 // WAL is a write-ahead log shared by many partition logs.
 //
-// Goroutines: Open starts the preparer goroutine, owned by the WAL, which
-// keeps one zeroed (or recycled) segment file ready; Close stops it and
-// waits for it. Rounds run on the goroutines calling Sync: one leads at a
+// Goroutines: the first Append starts the preparer goroutine, owned by
+// the WAL, which keeps one zeroed (or recycled) segment file ready; Close
+// stops it and waits for it. Rounds run on the goroutines calling Sync: one leads at a
 // time, the others wait for its round.
 //
 // Lock order: mu alone; rmMu is taken before mu and held across the
@@ -116,6 +116,8 @@ type WAL struct {
 	stop     chan struct{}
 	prepDone chan struct{}
 	stopOnce sync.Once
+	firstSeq uint64 // the sequence number of this run's first segment
+	prepping bool   // guarded by mu: the preparer was started (at the first entry)
 }
 
 // Open opens (creating if needed) the WAL in o.Dir and reads the
@@ -146,7 +148,7 @@ func Open(o Options) (*WAL, *Replay, error) {
 		stop:     make(chan struct{}),
 		prepDone: make(chan struct{}),
 	}
-	go w.prepare(rp.nextSeq)
+	w.firstSeq = rp.nextSeq
 	return w, rp, nil
 }
 
@@ -182,6 +184,12 @@ func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 	defer w.mu.Unlock()
 	if w.closed {
 		return 0, ErrClosed
+	}
+	if !w.prepping {
+		// A WAL nobody writes to (a broker without produce) creates no
+		// segment file.
+		w.prepping = true
+		go w.prepare(w.firstSeq)
 	}
 	w.buf = appendEntry(w.buf, kind, k, off, data)
 	w.metas = append(w.metas, meta{key: k, end: end, size: size, trunc: kind == kindTruncate})
@@ -625,7 +633,12 @@ func (w *WAL) Close() error {
 	}
 	w.mu.Unlock()
 	w.stopOnce.Do(func() { close(w.stop) })
-	<-w.prepDone
+	w.mu.Lock()
+	prepping := w.prepping
+	w.mu.Unlock()
+	if prepping {
+		<-w.prepDone
+	}
 	if a := w.active; a != nil {
 		w.active = nil
 		_ = a.file.Close()
