@@ -1,6 +1,6 @@
 package broker
 
-// Produce v3-11.
+// Produce v3-12.
 //
 // Behaviour:
 //   - acks 0, 1 and -1. acks=-1 is answered only after the partition's
@@ -33,7 +33,12 @@ package broker
 //     transaction INVALID_TXN_STATE. Internal topics refuse produce
 //     (INVALID_TOPIC_EXCEPTION). LogAppendTime is -1 (CreateTime topics
 //     only).
-//   - v13's topic ids are not served (v11 is the maximum).
+//   - v12 (KIP-890 transaction version 2): a transactional batch for a
+//     partition not in its producer's transaction adds it (starting the
+//     transaction), so the client skips AddPartitionsToTxn; the add's
+//     coordinator record is fsynced at the same time as the batch and
+//     the reply waits for both (see txn.Coordinator.CheckProduceAt).
+//   - v13's topic ids are not served (v12 is the maximum).
 
 import (
 	"context"
@@ -48,7 +53,7 @@ import (
 	"sluice/internal/txn"
 )
 
-func init() { register(kmsg.Produce.Int16(), 3, 11, handleProduce) }
+func init() { register(kmsg.Produce.Int16(), 3, 12, handleProduce) }
 
 func handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
@@ -60,9 +65,10 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// producer's next request joins the same group commit while its
 	// batches keep their order per partition.
 	type queued struct {
-		sp *kmsg.ProduceResponseTopicPartition
-		p  *partition
-		a  acceptor.Pending
+		sp  *kmsg.ProduceResponseTopicPartition
+		p   *partition
+		a   acceptor.Pending
+		add *txnAdd
 	}
 	var waits []queued
 	for _, rt := range req.Topics {
@@ -100,20 +106,27 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				err = requireKeys(rt.Topic, rp.Partition, rp.Records)
 			}
 			var pend acceptor.Pending
+			var add *txnAdd
+			if req.TransactionID != nil {
+				add = &txnAdd{implicit: req.Version >= 12}
+			}
 			if err == nil {
-				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1)
+				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1, add)
 			}
 			if err != nil {
 				setProduceError(sp, req.Version, err)
 				continue
 			}
-			waits = append(waits, queued{sp, p, pend})
+			waits = append(waits, queued{sp, p, pend, add})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	finish := func() kmsg.Response {
 		for _, q := range waits {
 			base, err := b.wait(context.Background(), q.p, q.a)
+			if aerr := q.add.wait(); err == nil {
+				err = aerr
+			}
 			if err != nil {
 				setProduceError(q.sp, req.Version, err)
 				continue
@@ -145,7 +158,7 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 // current incarnation and added this partition to its ongoing
 // transaction) and the opening of the transaction on the partition, so
 // no batch can land after its transaction's marker.
-func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
+func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, add *txnAdd) (acceptor.Pending, error) {
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
 	}
@@ -176,14 +189,8 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 	switch {
 	case txnal:
 		req.Check = func(base int64) (int64, bool, error) {
-			for i := range hs {
-				h := &hs[i]
-				if !h.Transactional() {
-					continue
-				}
-				if code := tc.CheckProduce(h.ProducerID, h.ProducerEpoch, p.topic, p.index); code != 0 {
-					return 0, false, codeErr(code, "transactional batch of producer %d epoch %d for %s/%d", h.ProducerID, h.ProducerEpoch, p.topic, p.index)
-				}
+			if err := add.check(tc, p, hs, base); err != nil {
+				return 0, false, err
 			}
 			dupBase, dup, err := p.pids.check(hs, base)
 			if err != nil || dup {
@@ -279,7 +286,7 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return -1, err
 	}
-	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1)
+	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1, nil)
 	if err != nil {
 		return -1, err
 	}

@@ -429,7 +429,7 @@ func TestTxnCommittedSince(t *testing.T) {
 	p := tb.b.partition(topic, 0)
 	ask := func(from int64) bool {
 		t.Helper()
-		found, err := tb.b.committedSince(pid, tp, from)
+		_, found, err := tb.b.committedSince(pid, tp, from)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +442,7 @@ func TestTxnCommittedSince(t *testing.T) {
 	if ask(end) {
 		t.Fatalf("a COMMIT marker found at or past %d, the log's end", end)
 	}
-	if found, err := tb.b.committedSince(pid+1, tp, 0); err != nil || found {
+	if _, found, err := tb.b.committedSince(pid+1, tp, 0); err != nil || found {
 		t.Fatalf("another producer's marker counted: %v %v", found, err)
 	}
 	ctx := txnCtx(t)
