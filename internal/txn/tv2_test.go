@@ -339,8 +339,8 @@ func TestCommitOffsetsAdding(t *testing.T) {
 func TestStateRecordFormats(t *testing.T) {
 	in := &Txn{ID: "tx-é", PID: 1 << 40, Epoch: 32766, PrevPID: -1, PrevEpoch: -1, State: PrepareCommit, Bumped: true,
 		TimeoutMs: 60000, Partitions: []TopicPartition{{"a", 0}, {"b", 7}}, Since: []int64{0, 1 << 33},
-		Offsets:  map[string][]Offset{"g": {{Topic: "a", Partition: 1, Offset: 9, LeaderEpoch: -1, Metadata: "m"}}, "h": {}},
-		StartMs:  1_700_000_000_000, UpdateMs: 1_700_000_000_123}
+		Offsets: map[string][]Offset{"g": {{Topic: "a", Partition: 1, Offset: 9, LeaderEpoch: -1, Metadata: "m"}}, "h": {}},
+		StartMs: 1_700_000_000_000, UpdateMs: 1_700_000_000_123}
 	b := encodeTxn(in)
 	if b[0] != recordVersion {
 		t.Fatalf("version byte %d", b[0])
