@@ -499,14 +499,18 @@ func (c *Coordinator) endOverlapped(e *entry, t *Txn, _ bool, epoch int16) (*Txn
 	c.mu.Lock()
 	c.publishLocked(e, p)
 	c.mu.Unlock()
-	markers := make(chan error, 1)
-	go func() { markers <- c.writeMarkers(p) }() // joined below, before endOverlapped returns
-	derr := c.log.Append([]kvlog.Record{{Key: recordKey(p.ID), Value: encodeTxn(p)}}, nil)
+	// The decision is queued first and waited for last: the markers are
+	// queued and fsynced meanwhile, on this goroutine.
+	wait, derr := c.log.Enqueue([]kvlog.Record{{Key: recordKey(p.ID), Value: encodeTxn(p)}})
+	merr := c.writeMarkers(p)
+	if derr == nil {
+		derr = wait()
+	}
 	var oerr error
 	if derr == nil && len(p.Offsets) > 0 {
 		oerr = c.commitOffsets(p)
 	}
-	if err := errors.Join(derr, <-markers, oerr); err != nil {
+	if err := errors.Join(derr, merr, oerr); err != nil {
 		return nil, err
 	}
 	if err := c.complete(e, p); err != nil {
