@@ -93,3 +93,43 @@ func TestTxnVersion2(t *testing.T) {
 		})
 	}
 }
+
+// TestTxnMarkerSkipsNewerEpoch: a marker for a transaction whose batches
+// carry epoch E is not written over a partition's open transaction of
+// the same producer at a later epoch (what recovery meets when it
+// finishes a decided transaction whose producer had already started the
+// next one, KIP-890); a marker for that epoch closes it.
+func TestTxnMarkerSkipsNewerEpoch(t *testing.T) {
+	tb := startTest(t)
+	ctx := txnCtx(t)
+	const topic, id = "tv-skip", "tx-skip"
+	cl := tb.client(kgo.TransactionalID(id), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic))
+	defer cl.Close()
+	produceTxn(t, cl, topic, true, "c1")
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	p := tb.b.partition(topic, 0)
+	open := p.openTransactions()
+	if len(open) != 1 {
+		t.Fatalf("open transactions %+v", open)
+	}
+	o := open[0]
+	parts := []txn.TopicPartition{o.TP}
+	end := p.log.NextOffset()
+	if err := tb.b.writeMarkers(o.PID, o.Epoch, false, parts, o.Epoch-1); err != nil {
+		t.Fatal(err)
+	}
+	if p.log.NextOffset() != end || len(p.openTransactions()) != 1 {
+		t.Fatal("an older transaction's marker closed the open transaction of a newer epoch")
+	}
+	if err := tb.b.writeMarkers(o.PID, o.Epoch+1, false, parts, o.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	if p.log.NextOffset() != end+1 || len(p.openTransactions()) != 0 {
+		t.Fatalf("the transaction's own marker did not close it (end %d -> %d)", end, p.log.NextOffset())
+	}
+}
