@@ -3,6 +3,7 @@ package broker
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -131,5 +132,60 @@ func TestTxnMarkerSkipsNewerEpoch(t *testing.T) {
 	}
 	if p.log.NextOffset() != end+1 || len(p.openTransactions()) != 0 {
 		t.Fatalf("the transaction's own marker did not close it (end %d -> %d)", end, p.log.NextOffset())
+	}
+}
+
+// TestAddPartitionsToTxnV4: the batched form (v4+) adds partitions per
+// transaction, and VerifyOnly reports whether they are in the ongoing
+// transaction without adding them.
+func TestAddPartitionsToTxnV4(t *testing.T) {
+	tb := startTest(t)
+	ctx := txnCtx(t)
+	const topic, id = "tv-v4", "tx-v4"
+	raw := dialRaw(t, tb.b.Addr())
+	if _, err := tb.admin().CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	coord, err := tb.b.txnCoordinator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, code := coord.InitProducerID(id, 60000, -1, -1)
+	if code != 0 {
+		t.Fatal(code)
+	}
+	send := func(verify bool, parts ...int32) []int16 {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 4
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, verify
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = topic, parts
+		tx.Topics = append(tx.Topics, rt)
+		req.Transactions = append(req.Transactions, tx)
+		resp := raw.roundTrip(req).(*kmsg.AddPartitionsToTxnResponse)
+		if resp.ErrorCode != 0 || len(resp.Transactions) != 1 || resp.Transactions[0].TransactionalID != id {
+			t.Fatalf("response v%d: %+v", resp.Version, resp)
+		}
+		var codes []int16
+		for _, rt := range resp.Transactions[0].Topics {
+			for _, p := range rt.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+		}
+		return codes
+	}
+	if codes := send(true, 0); len(codes) != 1 || codes[0] != kerr.InvalidTxnState.Code {
+		t.Fatalf("verify before any add: %v", codes)
+	}
+	if codes := send(false, 0); len(codes) != 1 || codes[0] != 0 {
+		t.Fatalf("add: %v", codes)
+	}
+	if codes := send(true, 0, 1); len(codes) != 2 || codes[0] != 0 || codes[1] != kerr.InvalidTxnState.Code {
+		t.Fatalf("verify after adding partition 0: %v", codes)
+	}
+	if st := coord.Describe([]string{id})[0]; len(st.Partitions) != 1 {
+		t.Fatalf("verify added partitions: %+v", st.Partitions)
 	}
 }
