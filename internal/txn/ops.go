@@ -496,7 +496,11 @@ func (c *Coordinator) CheckProduceAt(pid int64, epoch int16, topic string, parti
 		return codeConcurrent, nil
 	}
 	defer e.op.Unlock()
-	if e.undecided || c.closed {
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return codeNotAvailable, nil
+	case e.undecided:
 		c.mu.Unlock()
 		return codeConcurrent, nil
 	}
