@@ -1,11 +1,17 @@
 package broker
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -285,5 +291,109 @@ func TestSnapshotKeep(t *testing.T) {
 	p := cb.partition(topic, 0)
 	if !p.fromSnapshot || p.scannedFrom != p.log.NextOffset() {
 		t.Fatalf("clean restart scanned from %d (from a snapshot: %v), log end %d", p.scannedFrom, p.fromSnapshot, p.log.NextOffset())
+	}
+}
+
+// snapKillChildEnv, when set in the environment, turns
+// TestProducerSnapshotKill into the child: a broker on that directory
+// taking idempotent and transactional produce until it is killed.
+const snapKillChildEnv = "SLUICE_SNAPSHOT_KILL_CHILD_DIR"
+
+// TestProducerSnapshotKill re-executes the test binary as a child broker
+// under idempotent and transactional load, snapshotting every KiB, and
+// kills it with SIGKILL once it has written periodic snapshots. Opening
+// the directory then loads a snapshot and scans only the log after it,
+// and the state equals a scan of the whole log.
+func TestProducerSnapshotKill(t *testing.T) {
+	if dir := os.Getenv(snapKillChildEnv); dir != "" {
+		snapKillChild(t, dir)
+		return
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGKILL is not available on windows")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestProducerSnapshotKill$", "-test.count=1")
+	cmd.Env = append(os.Environ(), snapKillChildEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	rounds, killed := 0, false
+	for sc.Scan() {
+		if !strings.HasPrefix(sc.Text(), "snapshots ") {
+			continue // test framework chatter
+		}
+		// Kill mid-load, right after the first snapshots.
+		if rounds++; rounds == 1 {
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	err = cmd.Wait()
+	if !killed {
+		t.Fatalf("child ended before it was killed: %v", err)
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child was not killed by SIGKILL: %v", err)
+	}
+	// New opens every partition (and rebuilds its state) without
+	// starting the coordinators, which could write markers meanwhile.
+	b, err := New(DataDir(dir), ListenAddr("127.0.0.1:0"), withSnapshotInterval(0))
+	if err != nil {
+		t.Fatalf("reopen after SIGKILL: %v", err)
+	}
+	defer b.Close()
+	p := b.partition("snap-kill", 0)
+	if p == nil {
+		t.Fatal("topic snap-kill missing after SIGKILL")
+	}
+	if !p.fromSnapshot || p.scannedFrom <= p.log.StartOffset() {
+		t.Fatalf("recovery scanned from %d (from a snapshot: %v)", p.scannedFrom, p.fromSnapshot)
+	}
+	if got, want := partitionState(p), rescanState(t, p); got != want {
+		t.Fatalf("recovered state\n%s\nfull scan\n%s", got, want)
+	}
+}
+
+// snapKillChild is the child of TestProducerSnapshotKill: it produces
+// rounds of idempotent records and committed and aborted transactions,
+// printing "snapshots <n>" after each round once the partition has two
+// or more snapshots, until it is killed.
+func snapKillChild(t *testing.T, dir string) {
+	b := newBroker(t, dir, withSnapshotInterval(1<<10))
+	ctx := context.Background()
+	if err := b.CreateTopic(ctx, "snap-kill", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	idem := newTestClient(t, b.Addr(), kgo.DefaultProduceTopic("snap-kill"))
+	tx := newTestClient(t, b.Addr(), kgo.TransactionalID("snap-kill-tx"), kgo.DefaultProduceTopic("snap-kill"))
+	p := b.partition("snap-kill", 0)
+	val := bytes.Repeat([]byte("v"), 200)
+	for round := 0; ; round++ {
+		for i := 0; i < 3; i++ {
+			if err := idem.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(round%3 != 0)); err != nil {
+			t.Fatal(err)
+		}
+		if offs, err := listSnapshots(vfs.OS(), p.dir); err == nil && len(offs) >= 2 {
+			fmt.Printf("snapshots %d\n", len(offs))
+		}
 	}
 }
