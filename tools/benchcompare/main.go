@@ -7,6 +7,12 @@
 //	go build -o /tmp/sluice ./cmd/sluice
 //	go build -o /tmp/kfakeserver ./tools/kfakeserver
 //	go run ./tools/benchcompare --sluice /tmp/sluice --kfake /tmp/kfakeserver --rounds 3
+//
+// --baseline adds a second Sluice binary (an earlier build) as broker
+// sluice-before, interleaved with the others, and --brokers keeps only
+// the named brokers. On a disk where consecutive heavy runs alternate in
+// speed, a broker's slot in the round matters: swap the binaries and
+// run again before reading a difference into a before/after pair.
 package main
 
 import (
