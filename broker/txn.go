@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -78,8 +79,8 @@ func timeNowMs() int64 { return time.Now().UnixMilli() }
 // nil (a non-transactional request, or AppendBatch) checks as a v11
 // request: the partition must have been added.
 type txnAdd struct {
-	implicit bool         // Produce v12+: add the partition when missing
-	pending  *txn.Pending // set by check; read after the append's wait
+	implicit bool                        // Produce v12+: add the partition when missing
+	pending  atomic.Pointer[txn.Pending] // set by check on the acceptor goroutine
 }
 
 // check validates the transactional batches of hs (the first at offset
@@ -99,18 +100,31 @@ func (a *txnAdd) check(tc *txn.Coordinator, p *partition, hs []batch.Header, bas
 			return codeErr(code, "transactional batch of producer %d epoch %d for %s/%d", h.ProducerID, h.ProducerEpoch, p.topic, p.index)
 		}
 		if a != nil && pend != nil {
-			a.pending = pend
+			a.pending.Store(pend)
 		}
 	}
 	return nil
 }
 
+// done reports whether wait would return at once.
+func (a *txnAdd) done() bool {
+	if a == nil {
+		return true
+	}
+	pend := a.pending.Load()
+	return pend == nil || pend.Done()
+}
+
 // wait waits for the record that added the partition, if any.
 func (a *txnAdd) wait() error {
-	if a == nil || a.pending == nil {
+	if a == nil {
 		return nil
 	}
-	if err := a.pending.Wait(); err != nil {
+	pend := a.pending.Load()
+	if pend == nil {
+		return nil
+	}
+	if err := pend.Wait(); err != nil {
 		return errCode(kerr.KafkaStorageError, "%v", err)
 	}
 	return nil

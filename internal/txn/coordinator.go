@@ -655,6 +655,10 @@ type Pending struct {
 	done atomic.Bool
 }
 
+// Done reports whether the record is durable or failed, and Wait has
+// returned for one caller.
+func (p *Pending) Done() bool { return p.done.Load() }
+
 // Wait returns once the record is durable (nil) or failed. Any number of
 // callers may wait.
 func (p *Pending) Wait() error {
