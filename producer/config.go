@@ -23,6 +23,10 @@ func (o opt) apply(c *cfg) { o.fn(c) }
 // default max.message.bytes (1000012) that franz-go assumes.
 const DefaultMaxBatchBytes = 1_000_000
 
+// DefaultMaxInFlight is the default MaxInFlight: two batches written at once,
+// one on the wire while the next is handed to the sink.
+const DefaultMaxInFlight = 2
+
 type cfg struct {
 	linger        time.Duration
 	adaptive      bool
@@ -38,6 +42,7 @@ func defaultCfg() cfg {
 		adaptive:      true,
 		maxBatchBytes: DefaultMaxBatchBytes,
 		compression:   kgo.NoCompression(),
+		maxInFlight:   DefaultMaxInFlight,
 	}
 }
 
