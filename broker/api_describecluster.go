@@ -11,7 +11,9 @@ package broker
 //   - v2 IncludeFencedBrokers: broker 0 is never fenced.
 //   - Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 //     The broker's address is that of the listener the client used.
-//   - Authorized operations are not computed (-2147483648, "not asked").
+//   - Authorized operations (KIP-430): the bitfield of the cluster
+//     operations the principal may perform when the request asks
+//     (IncludeClusterAuthorizedOperations), else -2147483648.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,6 +40,9 @@ func handleDescribeCluster(r *request) (kmsg.Response, error) {
 	resp.ClusterID = r.b.clusterID()
 	resp.ControllerID = nodeID
 	resp.ClusterAuthorizedOperations = -2147483648
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = r.authorizedOps(resCluster, clusterResource)
+	}
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: nodeID, Host: adv.host, Port: adv.port}}
 	return resp, nil
 }

@@ -30,8 +30,11 @@ package broker
 //     TOPIC_AUTHORIZATION_FAILED or TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 //   - FindCoordinator answers with the address of the listener the
 //     client used.
+//   - DescribeGroups v3+ authorized operations (KIP-430): when asked,
+//     each group answered without error carries the bitfield of the
+//     group operations the principal may perform.
 //   - Skipped: KIP-848 consumer groups (ConsumerGroupHeartbeat), topic ids
-//     in OffsetCommit/OffsetFetch (v9+/v10+), authorized operations.
+//     in OffsetCommit/OffsetFetch (v9+/v10+).
 //   - See package internal/groups for the state machine and persistence.
 
 import (
@@ -91,6 +94,8 @@ func init() {
 				*g = kmsg.NewDescribeGroupsResponseGroup()
 				g.Group = req.Groups[i]
 				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			} else if req.Version >= 3 && req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
+				g.AuthorizedOperations = r.authorizedOps(resGroup, g.Group)
 			}
 		}
 		return resp, nil

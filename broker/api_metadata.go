@@ -25,7 +25,11 @@ package broker
 //     when named; auto-creation needs CREATE on the cluster or the topic
 //     (else TOPIC_AUTHORIZATION_FAILED).
 //   - The broker's address is that of the listener the client used.
-//   - Authorized operations are not computed.
+//   - v8+ authorized operations (KIP-430): when the request asks, each
+//     topic answered without error carries the bitfield of the topic
+//     operations the principal may perform, and (v8-v10) the response
+//     that of the cluster operations; otherwise -2147483648. With
+//     authorization off every operation is allowed.
 
 import (
 	"crypto/sha256"
@@ -40,6 +44,22 @@ func init() { register(kmsg.Metadata.Int16(), 0, 12, handleMetadata) }
 func handleMetadata(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	metadataTopics(r, req, resp)
+	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if mt := &resp.Topics[i]; mt.ErrorCode == 0 && mt.Topic != nil {
+				mt.AuthorizedOperations = r.authorizedOps(resTopic, *mt.Topic)
+			}
+		}
+	}
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = r.authorizedOps(resCluster, clusterResource)
+	}
+	return resp, nil
+}
+
+// metadataTopics fills resp's brokers, cluster and topics.
+func metadataTopics(r *request, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	b := r.b
 	adv := r.c.lis.adv
 	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: nodeID, Host: adv.host, Port: adv.port}}
@@ -57,7 +77,7 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 		for _, name := range internalTopics {
 			resp.Topics = append(resp.Topics, internalMetadataTopic(name))
 		}
-		return resp, nil
+		return
 	}
 	mayCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	for _, rt := range req.Topics {
@@ -108,7 +128,7 @@ func handleMetadata(r *request) (kmsg.Response, error) {
 		}
 		resp.Topics = append(resp.Topics, metadataTopic(t))
 	}
-	return resp, nil
+	return
 }
 
 func metadataTopic(t *topic) kmsg.MetadataResponseTopic {

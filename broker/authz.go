@@ -118,7 +118,33 @@ func (r *request) allowed(op kmsg.ACLOperation, rt kmsg.ACLResourceType, name st
 
 // allowedCluster is allowed on the cluster resource.
 func (r *request) allowedCluster(op kmsg.ACLOperation) bool {
-	return r.allowed(op, resCluster, "kafka-cluster")
+	return r.allowed(op, resCluster, clusterResource)
+}
+
+// clusterResource is the name of the cluster resource, as in Kafka.
+const clusterResource = "kafka-cluster"
+
+// supportedOps are the operations each resource type has, as Kafka
+// lists them for KIP-430's authorized-operations fields.
+var supportedOps = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
+	resTopic:   {opRead, opWrite, opCreate, opDescribe, opDelete, opAlter, opDescribeConfigs, opAlterConfigs},
+	resGroup:   {opRead, opDescribe, opDelete},
+	resCluster: {opCreate, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite, opAlter, opDescribe},
+	resTxnID:   {opDescribe, opWrite},
+}
+
+// authorizedOps is KIP-430's bitfield of the operations on a resource
+// the principal may perform: bit n set for the ACL operation of value n.
+// It answers what a client asked to know and is not itself a check, so
+// it is not declared in apiACLs.
+func (r *request) authorizedOps(rt kmsg.ACLResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOps[rt] {
+		if r.b.authz == nil || r.internal || r.b.authz.Authorize(r.principal, r.host, op, rt, name) {
+			bits |= 1 << uint(op)
+		}
+	}
+	return bits
 }
 
 // mayWriteAnyTopic reports whether the principal may write to some

@@ -232,3 +232,19 @@ func fromBroker(err error, msg string) error {
 	}
 	return &brokerError{err: err, msg: msg}
 }
+
+// stepRunE makes the RunE of a command that does its work in one
+// bounded step: it connects with the command's client flags, gives fn a
+// context that ends after --timeout, and closes the client afterwards.
+func (cf *clientFlags) stepRunE(fn func(ctx context.Context, cmd *cobra.Command, args []string, c *conn) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := c.step(cmd.Context())
+		defer cancel()
+		return fn(ctx, cmd, args, c)
+	}
+}

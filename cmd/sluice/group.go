@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -32,14 +33,7 @@ func newGroupListCmd() *cobra.Command {
 		Args:    exactArgs(0, "no arguments"),
 	}
 	cf := addClientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
+	cmd.RunE = cf.stepRunE(func(ctx context.Context, cmd *cobra.Command, _ []string, c *conn) error {
 		groups, err := c.adm.ListGroups(ctx)
 		if err != nil {
 			return c.wrap("group list", err)
@@ -50,7 +44,7 @@ func newGroupListCmd() *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Group, g.State, g.ProtocolType)
 		}
 		return tw.Flush()
-	}
+	})
 	return cmd
 }
 
@@ -67,14 +61,7 @@ func newGroupDescribeCmd() *cobra.Command {
 		Args:  rangeArgs(1, -1, "one or more group names"),
 	}
 	cf := addClientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
+	cmd.RunE = cf.stepRunE(func(ctx context.Context, cmd *cobra.Command, args []string, c *conn) error {
 		lags, err := c.adm.Lag(ctx, args...)
 		if err != nil {
 			return c.wrap("group describe", err)
@@ -127,7 +114,7 @@ func newGroupDescribeCmd() *cobra.Command {
 			tw.Flush()
 		}
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -157,14 +144,7 @@ func newGroupDeleteCmd() *cobra.Command {
 		Args:  rangeArgs(1, -1, "one or more group names"),
 	}
 	cf := addClientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
+	cmd.RunE = cf.stepRunE(func(ctx context.Context, cmd *cobra.Command, args []string, c *conn) error {
 		resps, err := c.adm.DeleteGroups(ctx, args...)
 		if err != nil {
 			return c.wrap("group delete", err)
@@ -184,7 +164,7 @@ func newGroupDeleteCmd() *cobra.Command {
 			}
 		}
 		return errors.Join(errs...)
-	}
+	})
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,14 +42,7 @@ func newTopicListCmd() *cobra.Command {
 		Args:    exactArgs(0, "no arguments"),
 	}
 	cf := addClientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
+	cmd.RunE = cf.stepRunE(func(ctx context.Context, cmd *cobra.Command, _ []string, c *conn) error {
 		topics, err := c.adm.ListTopics(ctx)
 		if err != nil {
 			return c.wrap("topic list", err)
@@ -62,7 +56,7 @@ func newTopicListCmd() *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%d\t%d\n", t.Topic, len(t.Partitions), t.Partitions.NumReplicas())
 		}
 		return tw.Flush()
-	}
+	})
 	return cmd
 }
 

@@ -67,7 +67,7 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 	for _, id := range req.Groups {
 		d := kmsg.NewDescribeGroupsResponseGroup()
 		d.Group = id
-		d.AuthorizedOperations = -2147483648 // not computed
+		d.AuthorizedOperations = -2147483648 // the broker fills it in when asked (KIP-430)
 		g := c.lookup(id)
 		switch {
 		case c.closing.Load():
