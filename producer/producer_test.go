@@ -90,14 +90,13 @@ func TestAdaptiveLinger(t *testing.T) {
 	wg.Wait()
 }
 
-// With the default MaxInFlight (2) and AdaptiveLinger, once both in-flight
-// slots are taken and every caller not waiting on them has joined the
+// With MaxInFlight(2) and AdaptiveLinger, once both in-flight slots are taken and every caller not waiting on them has joined the
 // current batch, that batch stops lingering: it is written as soon as a slot
 // is free, while the other write is still in flight.
 func TestLingerEndsWhenSlotsAreBusy(t *testing.T) {
 	sink := newFakeSink(true)
 	agg := newHookAggregator(DefaultMaxBatchBytes)
-	p := mustNew(t, agg, WithSink(sink), Linger(forever))
+	p := mustNew(t, agg, WithSink(sink), Linger(forever), MaxInFlight(2))
 
 	a := produceAsync(context.Background(), p, "a")
 	callA := sink.next(t) // a lone caller is written at once
@@ -136,8 +135,8 @@ func TestLingerEndsWhenSlotsAreBusy(t *testing.T) {
 	if err := <-flushed; err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
-	if m := sink.maxInside.Load(); m != DefaultMaxInFlight {
-		t.Fatalf("%d writes ran at once, want the default limit %d", m, DefaultMaxInFlight)
+	if m := sink.maxInside.Load(); m != 2 {
+		t.Fatalf("%d writes ran at once, want the limit 2", m)
 	}
 }
 
