@@ -234,8 +234,11 @@ func (e *engine[I, T, S]) leave() {
 		return
 	}
 	// A cheap superset of joinedLocked's condition, read without the lock.
-	n := e.curN.Load()
-	if n == 0 || n < a-e.flightN.Load() {
+	n, outside := e.curN.Load(), a
+	if e.slots != nil {
+		outside -= e.flightN.Load()
+	}
+	if n == 0 || n < outside {
 		return
 	}
 	e.mu.Lock()
@@ -403,12 +406,17 @@ func (e *engine[I, T, S]) send(b *batch[T, S], recs []Record, deagg StatusDeaggr
 	if len(recs) > 0 {
 		offsets, err = e.callSink(recs)
 	}
+	// Its callers stop counting as in flight before they are woken, so that
+	// one rejoining is never counted twice; the batch stays listed for
+	// Flush until its result is published.
 	e.mu.Lock()
-	delete(e.inflight, b)
 	e.flightN.Add(-int64(b.n))
 	e.mu.Unlock()
 	e.release()
 	b.finish(offsets, deagg, err)
+	e.mu.Lock()
+	delete(e.inflight, b)
+	e.mu.Unlock()
 }
 
 // callSink writes recs to the sink, turning a panic or a short result into
