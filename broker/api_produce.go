@@ -39,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,9 +61,10 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// producer's next request joins the same group commit while its
 	// batches keep their order per partition.
 	type queued struct {
-		sp *kmsg.ProduceResponseTopicPartition
-		p  *partition
-		a  acceptor.Pending
+		sp  *kmsg.ProduceResponseTopicPartition
+		p   *partition
+		a   acceptor.Pending
+		end *atomic.Int64 // see enqueue
 	}
 	var waits []queued
 	for _, rt := range req.Topics {
@@ -100,14 +102,18 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				err = requireKeys(rt.Topic, rp.Partition, rp.Records)
 			}
 			var pend acceptor.Pending
+			var end *atomic.Int64
 			if err == nil {
-				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1)
+				if req.Acks == -1 {
+					end = new(atomic.Int64)
+				}
+				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1, end)
 			}
 			if err != nil {
 				setProduceError(sp, req.Version, err)
 				continue
 			}
-			waits = append(waits, queued{sp, p, pend})
+			waits = append(waits, queued{sp, p, pend, end})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
@@ -126,7 +132,20 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		}
 		return resp
 	}
-	return &deferredReply{Response: resp, finish: finish}, nil
+	// ready: every acks=all append was accepted and the high watermark
+	// (durable offset) covers it, so finish will not wait on an fsync.
+	ready := func() bool {
+		for _, q := range waits {
+			if q.end == nil {
+				return false
+			}
+			if e := q.end.Load(); e <= 0 || q.p.acc.HighWatermark() < e {
+				return false
+			}
+		}
+		return true
+	}
+	return &deferredReply{Response: resp, finish: finish, ready: ready}, nil
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err error) {
@@ -144,8 +163,11 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 // transactional ones so do the coordinator's check (the producer is the
 // current incarnation and added this partition to its ongoing
 // transaction) and the opening of the transaction on the partition, so
-// no batch can land after its transaction's marker.
-func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
+// no batch can land after its transaction's marker. If end is not nil,
+// it is set on the acceptor goroutine to the offset after the append once
+// the append is accepted (not for a duplicate), so that a caller can tell
+// from the high watermark that the append is durable without waiting.
+func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, end *atomic.Int64) (acceptor.Pending, error) {
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
 	}
@@ -200,6 +222,23 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 		}
 	case idem:
 		req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
+	}
+	// Every append passes the partition's snapshot point (snapshot.go)
+	// before its own check, and counts toward the next snapshot once
+	// accepted.
+	check := req.Check
+	req.Check = func(base int64) (int64, bool, error) {
+		b.snapshotPoint(p, base)
+		if check != nil {
+			if dupBase, dup, err := check(base); err != nil || dup {
+				return dupBase, dup, err
+			}
+		}
+		p.snaps.since += int64(len(records))
+		if end != nil {
+			end.Store(base + n)
+		}
+		return 0, false, nil
 	}
 	pend, err := p.acc.Enqueue(ctx, req)
 	if err == nil {
@@ -279,7 +318,7 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return -1, err
 	}
-	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1)
+	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1, nil)
 	if err != nil {
 		return -1, err
 	}

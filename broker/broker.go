@@ -93,6 +93,13 @@ type Broker struct {
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
+	// The snapshot writer goroutine (snapshotLoop in snapshot.go),
+	// started by New and stopped by Close (through stopCtx), writes the
+	// producer-state snapshots partitions queue on snapq and closes
+	// snapDone when it returns.
+	snapq    chan snapJob
+	snapDone chan struct{}
+
 	traffic traffic   // totals over every partition, deleted ones included
 	started time.Time // when New returned, for uptime
 
@@ -163,6 +170,8 @@ func New(opts ...Opt) (*Broker, error) {
 		lock:        lock,
 		monitorDone: make(chan struct{}),
 		diskCh:      make(chan struct{}),
+		snapq:       make(chan snapJob, 64),
+		snapDone:    make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
@@ -182,6 +191,7 @@ func New(opts ...Opt) (*Broker, error) {
 	b.startCleaner()
 	b.checkDisk()
 	go b.monitorDisk()
+	go b.snapshotLoop()
 	if c.registerer != nil {
 		c.registerer.MustRegister(&collector{b: b})
 	}
@@ -434,6 +444,7 @@ func (b *Broker) Close() error {
 		if err := b.cleaner.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
+		<-b.snapDone
 		errs = append(errs, b.closePartitions())
 		<-b.monitorDone
 		if err := b.lock.Unlock(); err != nil {

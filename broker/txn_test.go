@@ -384,14 +384,7 @@ func TestProducerSnapshot(t *testing.T) {
 	// A snapshot whose offsets do not match the log is ignored.
 	tb.stop()
 	dir := filepath.Join(tb.dir, topicsDir, topic, "0")
-	var s producerSnapshot
-	if err := readJSON(vfs.OS(), filepath.Join(dir, snapshotFile), &s); err != nil {
-		t.Fatal(err)
-	}
-	s.Next++
-	if err := writeJSON(vfs.OS(), filepath.Join(dir, snapshotFile), &s); err != nil {
-		t.Fatal(err)
-	}
+	moveSnapshotsPastEnd(t, vfs.OS(), dir)
 	tb.start()
 	if tb.b.partition(topic, 0).fromSnapshot {
 		t.Fatal("a snapshot that does not match the log was used")
