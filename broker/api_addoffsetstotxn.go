@@ -1,6 +1,6 @@
 package broker
 
-// AddOffsetsToTxn v0-3.
+// AddOffsetsToTxn v0-4.
 //
 // Behaviour:
 //   - Adds a consumer group to the transactional id's ongoing transaction
@@ -8,7 +8,9 @@ package broker
 //     then staged with TxnOffsetCommit and written to the group only if
 //     the transaction commits.
 //   - Errors as AddPartitionsToTxn; an empty group id gets INVALID_GROUP_ID.
-//   - v4+ (KIP-890) is not served.
+//   - v4 is v3 (it allows TRANSACTION_ABORTABLE, which Sluice does not
+//     return); a transaction version 2 client skips this request
+//     (TxnOffsetCommit v5 adds the group).
 //   - Authorization: WRITE on the transactional id (else
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
 //     GROUP_AUTHORIZATION_FAILED).
@@ -18,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.AddOffsetsToTxn.Int16(), 0, 3, handleAddOffsetsToTxn) }
+func init() { register(kmsg.AddOffsetsToTxn.Int16(), 0, 4, handleAddOffsetsToTxn) }
 
 func handleAddOffsetsToTxn(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.AddOffsetsToTxnRequest)

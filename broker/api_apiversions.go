@@ -10,8 +10,17 @@ package broker
 //     response carrying UNSUPPORTED_VERSION and the supported ranges, so
 //     a client can retry with a version it shares with Sluice.
 //   - v3+ ClientSoftwareName/Version are accepted and not checked.
+//   - v3+ advertise the feature transaction.version, supported 0-2 and
+//     finalized at 2 (KIP-890 part 2), so clients that know it use
+//     Produce v12 (implicit partition adds), TxnOffsetCommit v5 and
+//     EndTxn v5 (an epoch bump per transaction). Clients that ignore
+//     features keep the classic protocol, which stays served.
 
 import "github.com/twmb/franz-go/pkg/kmsg"
+
+// transactionVersion is the transaction.version feature level Sluice
+// serves and finalizes.
+const transactionVersion = 2
 
 func init() { register(kmsg.ApiVersions.Int16(), 0, 4, handleApiVersions) }
 
@@ -19,5 +28,14 @@ func handleApiVersions(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = apiKeys()
+	if req.Version >= 3 {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, transactionVersion
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", transactionVersion, transactionVersion
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		resp.FinalizedFeaturesEpoch = 1
+	}
 	return resp, nil
 }

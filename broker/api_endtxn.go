@@ -1,6 +1,6 @@
 package broker
 
-// EndTxn v0-3.
+// EndTxn v0-5.
 //
 // Behaviour:
 //   - Commits or aborts the transactional id's ongoing transaction. The
@@ -16,7 +16,13 @@ package broker
 //     partition), the decision stands: the reply is
 //     CONCURRENT_TRANSACTIONS and the coordinator's sweep retries.
 //   - Producer errors as AddPartitionsToTxn (PRODUCER_FENCED from v2).
-//   - v4+ (TRANSACTION_ABORTABLE, KIP-890) is not served.
+//   - v4 is v3 (it allows TRANSACTION_ABORTABLE, which Sluice does not
+//     return). v5 (KIP-890 transaction version 2): the decision bumps the
+//     producer epoch, the markers carry the new epoch, and the reply
+//     returns the producer id and epoch for the next transaction (a new
+//     id at epoch 0 when the epoch is exhausted). An abort with no
+//     transaction ongoing succeeds and bumps the epoch. A retry with the
+//     previous id and epoch gets the same answer.
 //   - Authorization: WRITE on the transactional id (else
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 
@@ -25,7 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.EndTxn.Int16(), 0, 3, handleEndTxn) }
+func init() { register(kmsg.EndTxn.Int16(), 0, 5, handleEndTxn) }
 
 func handleEndTxn(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.EndTxnRequest)
@@ -37,6 +43,11 @@ func handleEndTxn(r *request) (kmsg.Response, error) {
 	tc, err := r.b.txnCoordinator()
 	if err != nil {
 		resp.ErrorCode = codeOf(err)
+		return resp, nil
+	}
+	if req.Version >= 5 {
+		pid, epoch, code := tc.EndTxnV2(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, pid, epoch
 		return resp, nil
 	}
 	resp.ErrorCode = fencedCode(tc.EndTxn(req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), req.Version, 2)

@@ -1,6 +1,6 @@
 package broker
 
-// InitProducerID v0-4.
+// InitProducerID v0-5 (v5: as v4, for KIP-890 clients).
 //
 // Behaviour:
 //   - Without a transactional id: a new producer id with epoch 0 for an
@@ -30,7 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.InitProducerID.Int16(), 0, 4, handleInitProducerID) }
+func init() { register(kmsg.InitProducerID.Int16(), 0, 5, handleInitProducerID) }
 
 func handleInitProducerID(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.InitProducerIDRequest)

@@ -1,6 +1,6 @@
 package broker
 
-// Produce v3-11.
+// Produce v3-12.
 //
 // Behaviour:
 //   - acks 0, 1 and -1. acks=-1 is answered only after the partition's
@@ -33,12 +33,18 @@ package broker
 //     transaction INVALID_TXN_STATE. Internal topics refuse produce
 //     (INVALID_TOPIC_EXCEPTION). LogAppendTime is -1 (CreateTime topics
 //     only).
-//   - v13's topic ids are not served (v11 is the maximum).
+//   - v12 (KIP-890 transaction version 2): a transactional batch for a
+//     partition not in its producer's transaction adds it (starting the
+//     transaction), so the client skips AddPartitionsToTxn; the add's
+//     coordinator record is fsynced at the same time as the batch and
+//     the reply waits for both (see txn.Coordinator.CheckProduceAt).
+//   - v13's topic ids are not served (v12 is the maximum).
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,7 +54,7 @@ import (
 	"sluice/internal/txn"
 )
 
-func init() { register(kmsg.Produce.Int16(), 3, 11, handleProduce) }
+func init() { register(kmsg.Produce.Int16(), 3, 12, handleProduce) }
 
 func handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
@@ -60,9 +66,11 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// producer's next request joins the same group commit while its
 	// batches keep their order per partition.
 	type queued struct {
-		sp *kmsg.ProduceResponseTopicPartition
-		p  *partition
-		a  acceptor.Pending
+		sp  *kmsg.ProduceResponseTopicPartition
+		p   *partition
+		a   acceptor.Pending
+		end *atomic.Int64 // see enqueue
+		add *txnAdd
 	}
 	var waits []queued
 	for _, rt := range req.Topics {
@@ -100,20 +108,31 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				err = requireKeys(rt.Topic, rp.Partition, rp.Records)
 			}
 			var pend acceptor.Pending
+			var end *atomic.Int64
+			var add *txnAdd
+			if req.TransactionID != nil {
+				add = &txnAdd{implicit: req.Version >= 12}
+			}
 			if err == nil {
-				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1)
+				if req.Acks == -1 {
+					end = new(atomic.Int64)
+				}
+				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1, end, add)
 			}
 			if err != nil {
 				setProduceError(sp, req.Version, err)
 				continue
 			}
-			waits = append(waits, queued{sp, p, pend})
+			waits = append(waits, queued{sp, p, pend, end, add})
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	finish := func() kmsg.Response {
 		for _, q := range waits {
 			base, err := b.wait(context.Background(), q.p, q.a)
+			if aerr := q.add.wait(); err == nil {
+				err = aerr
+			}
 			if err != nil {
 				setProduceError(q.sp, req.Version, err)
 				continue
@@ -126,7 +145,20 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		}
 		return resp
 	}
-	return &deferredReply{Response: resp, finish: finish}, nil
+	// ready: every acks=all append was accepted and the high watermark
+	// (durable offset) covers it, so finish will not wait on an fsync.
+	ready := func() bool {
+		for _, q := range waits {
+			if q.end == nil {
+				return false
+			}
+			if e := q.end.Load(); e <= 0 || q.p.acc.HighWatermark() < e || !q.add.done() {
+				return false
+			}
+		}
+		return true
+	}
+	return &deferredReply{Response: resp, finish: finish, ready: ready}, nil
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err error) {
@@ -144,8 +176,13 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 // transactional ones so do the coordinator's check (the producer is the
 // current incarnation and added this partition to its ongoing
 // transaction) and the opening of the transaction on the partition, so
-// no batch can land after its transaction's marker.
-func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool) (acceptor.Pending, error) {
+// no batch can land after its transaction's marker. If end is not nil,
+// it is set on the acceptor goroutine to the offset after the append once
+// the append is accepted (not for a duplicate), so that a caller can tell
+// from the high watermark that the append is durable without waiting.
+// add (nil but for a transactional Produce) carries an implicit
+// partition add (KIP-890) to the reply.
+func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, end *atomic.Int64, add *txnAdd) (acceptor.Pending, error) {
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
 	}
@@ -176,14 +213,8 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 	switch {
 	case txnal:
 		req.Check = func(base int64) (int64, bool, error) {
-			for i := range hs {
-				h := &hs[i]
-				if !h.Transactional() {
-					continue
-				}
-				if code := tc.CheckProduce(h.ProducerID, h.ProducerEpoch, p.topic, p.index); code != 0 {
-					return 0, false, codeErr(code, "transactional batch of producer %d epoch %d for %s/%d", h.ProducerID, h.ProducerEpoch, p.topic, p.index)
-				}
+			if err := add.check(tc, p, hs, base); err != nil {
+				return 0, false, err
 			}
 			dupBase, dup, err := p.pids.check(hs, base)
 			if err != nil || dup {
@@ -200,6 +231,23 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 		}
 	case idem:
 		req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
+	}
+	// Every append passes the partition's snapshot point (snapshot.go)
+	// before its own check, and counts toward the next snapshot once
+	// accepted.
+	check := req.Check
+	req.Check = func(base int64) (int64, bool, error) {
+		b.snapshotPoint(p, base)
+		if check != nil {
+			if dupBase, dup, err := check(base); err != nil || dup {
+				return dupBase, dup, err
+			}
+		}
+		p.snaps.since += int64(len(records))
+		if end != nil {
+			end.Store(base + n)
+		}
+		return 0, false, nil
 	}
 	pend, err := p.acc.Enqueue(ctx, req)
 	if err == nil {
@@ -279,7 +327,7 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return -1, err
 	}
-	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1)
+	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1, nil, nil)
 	if err != nil {
 		return -1, err
 	}

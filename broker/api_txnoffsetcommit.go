@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit v0-3.
+// TxnOffsetCommit v0-5.
 //
 // Behaviour:
 //   - Stages offsets of a group in the transaction (after
@@ -16,7 +16,10 @@ package broker
 //     the broker fences this way, so they skip their pre-KIP-447 wait.
 //   - Producer errors as AddPartitionsToTxn; a partition that does not
 //     exist gets UNKNOWN_TOPIC_OR_PARTITION.
-//   - v4+ (KIP-890) is not served.
+//   - v4 is v3. v5 (KIP-890 transaction version 2) adds the group to the
+//     transaction itself (starting one if none is ongoing), in the same
+//     record as the offsets, so the client skips AddOffsetsToTxn.
+//     v6 (topic ids) is not served.
 //   - Authorization: WRITE on the transactional id, READ on the group
 //     (else TRANSACTIONAL_ID_ or GROUP_AUTHORIZATION_FAILED on every
 //     partition), READ on each topic (refused topics get
@@ -29,7 +32,7 @@ import (
 	"sluice/internal/txn"
 )
 
-func init() { register(kmsg.TxnOffsetCommit.Int16(), 0, 3, handleTxnOffsetCommit) }
+func init() { register(kmsg.TxnOffsetCommit.Int16(), 0, 5, handleTxnOffsetCommit) }
 
 func handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.TxnOffsetCommitRequest)
@@ -51,6 +54,12 @@ func handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 	var instance *string
 	if req.Version >= 3 {
 		gen, member, instance = req.Generation, req.MemberID, req.InstanceID
+	}
+	commit := func(tc *txn.Coordinator, offs []txn.Offset) []int16 {
+		if req.Version >= 5 { // KIP-890: adds the group to the transaction
+			return tc.CommitOffsetsAdding(req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, gen, member, instance, offs)
+		}
+		return tc.CommitOffsets(req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, gen, member, instance, offs)
 	}
 	var codes []int16
 	// Authorization: WRITE on the transactional id, READ on the group,
@@ -92,7 +101,7 @@ func handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 				kept[i] = codeOf(err)
 			}
 		} else if len(keep) > 0 {
-			kept = tc.CommitOffsets(req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, gen, member, instance, keep)
+			kept = commit(tc, keep)
 		}
 		codes = make([]int16, len(offs))
 		for i, j := 0, 0; i < len(offs); i++ {
@@ -109,7 +118,7 @@ func handleTxnOffsetCommit(r *request) (kmsg.Response, error) {
 			codes[i] = codeOf(err)
 		}
 	} else {
-		codes = tc.CommitOffsets(req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, gen, member, instance, offs)
+		codes = commit(tc, offs)
 	}
 	i := 0
 	for _, t := range req.Topics {

@@ -44,7 +44,7 @@ func handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 				} else if p == nil {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
-					pend, err := r.b.enqueueMarker(p, encodeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, ts), m.ProducerID, m.ProducerEpoch, m.Committed)
+					pend, err := r.b.enqueueMarker(p, encodeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, ts), m.ProducerID, m.ProducerEpoch, m.Committed, m.ProducerEpoch)
 					if err == nil {
 						_, err = r.b.wait(context.Background(), p, pend)
 					}

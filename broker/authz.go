@@ -74,7 +74,7 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.DescribeConfigs.Int16():  {{opDescribeConfigs, resCluster, "broker resources"}, {opDescribeConfigs, resTopic, "topic resources"}},
 	kmsg.DescribeCluster.Int16():  {{opDescribe, resCluster, ""}},
 
-	kmsg.AddPartitionsToTxn.Int16():   {{opWrite, resTxnID, ""}, {opWrite, resTopic, ""}},
+	kmsg.AddPartitionsToTxn.Int16():   {{opWrite, resTxnID, ""}, {opWrite, resTopic, ""}, {opClusterAction, resCluster, "v4+, a broker verifying"}},
 	kmsg.AddOffsetsToTxn.Int16():      {{opWrite, resTxnID, ""}, {opRead, resGroup, "transactional id allowed"}},
 	kmsg.EndTxn.Int16():               {{opWrite, resTxnID, ""}},
 	kmsg.TxnOffsetCommit.Int16():      {{opWrite, resTxnID, ""}, {opRead, resGroup, "transactional id allowed"}, {opRead, resTopic, "group allowed"}},

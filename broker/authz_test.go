@@ -36,7 +36,7 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.DeleteRecords:                {{opDelete, resTopic, ""}},
 	kmsg.InitProducerID:               {{opWrite, resTxnID, ""}, {opIdempotentWrite, resCluster, ""}, {opWrite, resTopic, ""}},
 	kmsg.OffsetForLeaderEpoch:         {{opDescribe, resTopic, ""}, {opClusterAction, resCluster, ""}},
-	kmsg.AddPartitionsToTxn:           {{opWrite, resTxnID, ""}, {opWrite, resTopic, ""}},
+	kmsg.AddPartitionsToTxn:           {{opWrite, resTxnID, ""}, {opWrite, resTopic, ""}, {opClusterAction, resCluster, ""}},
 	kmsg.AddOffsetsToTxn:              {{opWrite, resTxnID, ""}, {opRead, resGroup, ""}},
 	kmsg.EndTxn:                       {{opWrite, resTxnID, ""}},
 	kmsg.WriteTxnMarkers:              {{opClusterAction, resCluster, ""}},

@@ -103,6 +103,13 @@ type Broker struct {
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
+	// The snapshot writer goroutine (snapshotLoop in snapshot.go),
+	// started by New and stopped by Close (through stopCtx), writes the
+	// producer-state snapshots partitions queue on snapq and closes
+	// snapDone when it returns.
+	snapq    chan snapJob
+	snapDone chan struct{}
+
 	traffic traffic   // totals over every partition, deleted ones included
 	started time.Time // when New returned, for uptime
 
@@ -173,6 +180,8 @@ func New(opts ...Opt) (*Broker, error) {
 		lock:        lock,
 		monitorDone: make(chan struct{}),
 		diskCh:      make(chan struct{}),
+		snapq:       make(chan snapJob, 64),
+		snapDone:    make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
@@ -202,6 +211,7 @@ func New(opts ...Opt) (*Broker, error) {
 	b.startCleaner()
 	b.checkDisk()
 	go b.monitorDisk()
+	go b.snapshotLoop()
 	if c.registerer != nil {
 		c.registerer.MustRegister(&collector{b: b})
 	}
@@ -454,6 +464,7 @@ func (b *Broker) Close() error {
 		if err := b.cleaner.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
+		<-b.snapDone
 		perr := b.closePartitions()
 		errs = append(errs, perr, b.closeWAL(perr == nil && !b.walKeep))
 		<-b.monitorDone

@@ -59,6 +59,7 @@ type cfg struct {
 	bootstrapUser                string
 	bootstrapPassword            string
 	authFailBase                 time.Duration // first failed-authentication delay (tests shorten it)
+	snapshotInterval             int64         // bytes a partition accepts between producer-state snapshots (0: only at clean shutdown)
 }
 
 // Defaults.
@@ -93,6 +94,7 @@ func defaultCfg() cfg {
 		fs:                vfs.OS(),
 		partitionMetrics:  true,
 		authFailBase:      authFailBase,
+		snapshotInterval:  snapshotInterval,
 	}
 }
 
@@ -215,6 +217,11 @@ func DiskLowWatermark(bytes int64) Opt {
 // DiskCheckInterval sets how often the free space is read (statfs).
 // Default 1 s.
 func DiskCheckInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.diskInterval = d }) }
+
+// withSnapshotInterval sets how many bytes a partition accepts between
+// producer-state snapshots (tests: small ones; 0 turns periodic
+// snapshots off). Default snapshotInterval.
+func withSnapshotInterval(n int64) Opt { return opt(func(c *cfg) { c.snapshotInterval = n }) }
 
 // withFS substitutes the filesystem (tests: the crash FS).
 func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }

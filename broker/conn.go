@@ -70,6 +70,7 @@ const maxInFlight = 8
 // finishing it, for a deferredReply).
 type pending struct {
 	corr    int32
+	key     int16 // API key (-1: not decoded)
 	version int16
 	name    string
 	start   time.Time
@@ -83,6 +84,10 @@ type pending struct {
 type deferredReply struct {
 	kmsg.Response // the response being filled in (for its key and version)
 	finish        func() kmsg.Response
+	// ready, if set, reports (without waiting) whether finish would
+	// return at once; writeLoop then keeps the responses before it
+	// buffered, to write them together.
+	ready func() bool
 }
 
 func newConn(b *Broker, nc net.Conn, l *listener) *conn {
@@ -197,10 +202,32 @@ func (c *conn) serve() {
 // writeLoop writes responses in request order until serve closes out,
 // waiting for each request to finish. After an error it closes the
 // connection and only drains.
+//
+// Responses go into the buffered writer and are flushed to the socket
+// only when no further response is ready: when out is empty, or before
+// waiting for a deferred reply whose appends are not yet released. The
+// produce requests a pipelining client has in flight usually complete in
+// one group commit, and their responses then leave in one write (one
+// system call, one wake-up of the client) instead of one each.
 func (c *conn) writeLoop(log *slog.Logger) {
 	defer close(c.writerDone)
-	for p := range c.out {
+	for {
+		var p *pending
+		var ok bool
+		select {
+		case p, ok = <-c.out:
+		default:
+			c.flush(log)
+			p, ok = <-c.out
+		}
+		if !ok {
+			c.flush(log)
+			return
+		}
 		if d, ok := p.resp.(*deferredReply); ok {
+			if d.ready == nil || !d.ready() {
+				c.flush(log)
+			}
 			p.resp = d.finish() // waits even after a failure: the appends use the request's bytes
 		}
 		if c.failed.Load() {
@@ -215,6 +242,9 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			if p.err != nil {
 				c.b.metrics.badRequests.Inc()
 			}
+			if p.err != nil {
+				c.flush(log) // the responses before the request that cannot be answered
+			}
 			switch {
 			case c.b.closing.Load():
 			case p.err != nil:
@@ -222,16 +252,37 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			default: // the client went away before its response
 				log.Debug("client disconnected", "err", err)
 			}
-			c.failed.Store(true)
-			c.nc.Close() // ends serve's read
+			c.fail()
 			continue
 		}
 		took := time.Since(p.start)
-		c.b.metrics.observe(p.name, took)
+		c.b.metrics.observe(p.key, p.name, took)
 		if c.b.cfg.logRequests {
 			log.Debug("request", "api", p.name, "version", p.version, "correlation", p.corr, "took", took)
 		}
 	}
+}
+
+// flush writes the buffered responses to the socket; a failure closes
+// the connection.
+func (c *conn) flush(log *slog.Logger) {
+	if c.failed.Load() || c.w.Buffered() == 0 {
+		return
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	if err := c.w.Flush(); err != nil {
+		if !c.b.closing.Load() {
+			log.Debug("client disconnected", "err", err)
+		}
+		c.fail()
+	}
+}
+
+// fail marks the connection failed and closes it, which ends serve's
+// read; writeLoop then only drains.
+func (c *conn) fail() {
+	c.failed.Store(true)
+	c.nc.Close()
 }
 
 // readFrame reads one size-prefixed request. The first byte is awaited
@@ -363,7 +414,7 @@ var errTooNewApiVersions = errors.New("ApiVersions version too new")
 // writeLoop. An error means the request cannot be answered: the
 // connection is closed once the responses before it are written.
 func (c *conn) dispatch(frame []byte) error {
-	p := &pending{start: time.Now()}
+	p := &pending{key: -1, start: time.Now()}
 	if c.saslRaw {
 		return c.rawSASL(p, frame)
 	}
@@ -371,7 +422,7 @@ func (c *conn) dispatch(frame []byte) error {
 	if errors.Is(err, errTooNewApiVersions) {
 		// Answer in v0 so that any client can read the supported range
 		// and downgrade.
-		p.corr, p.name = h.corr, "ApiVersions"
+		p.corr, p.key, p.name = h.corr, h.key, "ApiVersions"
 		p.resp = &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: apiKeys()}
 		c.out <- p
 		return nil
@@ -379,7 +430,7 @@ func (c *conn) dispatch(frame []byte) error {
 	if err != nil {
 		return err
 	}
-	p.corr, p.version, p.name = h.corr, h.version, kmsg.NameForKey(h.key)
+	p.corr, p.key, p.version, p.name = h.corr, h.key, h.version, kmsg.NameForKey(h.key)
 	if err := c.admit(h.key); err != nil {
 		return err
 	}
@@ -392,8 +443,9 @@ func (c *conn) dispatch(frame []byte) error {
 	return r.closeAfter
 }
 
-// writeResponse writes one response frame. Fetch responses stream their
-// record bytes from the segment files (see fetchReply).
+// writeResponse writes one response frame into the buffered writer
+// (writeLoop flushes it). Fetch responses stream their record bytes from
+// the segment files (see fetchReply) and flush as they go.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
 	if fr, ok := resp.(*fetchReply); ok {
@@ -409,10 +461,8 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	}
 	buf = resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	// Buffered: writeLoop flushes once no further response is ready.
 	if _, err := c.w.Write(buf); err != nil {
-		return fmt.Errorf("write response: %w", err)
-	}
-	if err := c.w.Flush(); err != nil {
 		return fmt.Errorf("write response: %w", err)
 	}
 	return nil

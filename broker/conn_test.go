@@ -1,9 +1,15 @@
 package broker
 
 import (
+	"encoding/binary"
+	"io"
+	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestCloseInterruptsConnectionBetweenIdleAndRead covers Close arriving
@@ -40,5 +46,73 @@ func TestCloseInterruptsConnectionBetweenIdleAndRead(t *testing.T) {
 		server.Close() // let the goroutine finish
 		<-done
 		t.Fatal("readFrame ignored Close's interruption and waited for the idle timeout")
+	}
+}
+
+// countingConn counts the Write calls that reach the socket.
+type countingConn struct {
+	net.Conn
+	writes atomic.Int32
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// TestWriterCoalescesReadyResponses: responses whose requests complete
+// together (a group commit releasing several pipelined produces) leave in
+// one write; a response still waiting is never held back behind one that
+// is not ready.
+func TestWriterCoalescesReadyResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		ready      bool // the second and third replies report ready
+		wantWrites int32
+	}{
+		{"ready together", true, 1},
+		{"not ready", false, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := defaultCfg()
+			cfg.idleTimeout = time.Hour
+			b := &Broker{cfg: cfg, metrics: newMetrics(nil)}
+			server, client := net.Pipe()
+			defer client.Close()
+			cc := &countingConn{Conn: server}
+			c := newConn(b, cc, &listener{Listener: Listener{Protocol: Plaintext}})
+
+			release := make(chan struct{})
+			for i := int32(1); i <= 3; i++ {
+				resp := kmsg.NewPtrProduceResponse()
+				d := &deferredReply{Response: resp, finish: func() kmsg.Response { return resp }}
+				if i == 1 {
+					d.finish = func() kmsg.Response { <-release; return resp } // the group commit
+					d.ready = func() bool { return false }
+				} else {
+					d.ready = func() bool { return tc.ready }
+				}
+				c.out <- &pending{corr: i, key: kmsg.Produce.Int16(), version: 9, name: "Produce", start: time.Now(), resp: d}
+			}
+			close(c.out)
+			go c.writeLoop(slog.New(slog.DiscardHandler))
+			close(release)
+			for i := int32(1); i <= 3; i++ {
+				var hdr [8]byte
+				if _, err := io.ReadFull(client, hdr[:]); err != nil {
+					t.Fatal(err)
+				}
+				if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != i {
+					t.Fatalf("response %d has correlation id %d", i, corr)
+				}
+				if _, err := io.CopyN(io.Discard, client, int64(binary.BigEndian.Uint32(hdr[:4]))-4); err != nil {
+					t.Fatal(err)
+				}
+			}
+			<-c.writerDone
+			if got := cc.writes.Load(); got != tc.wantWrites {
+				t.Fatalf("%d writes to the socket, want %d", got, tc.wantWrites)
+			}
+		})
 	}
 }

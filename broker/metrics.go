@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,10 @@ type metrics struct {
 	topics        prometheus.Gauge
 	fetchBytes    prometheus.Counter
 	diskFree      prometheus.Gauge
+
+	// byKey caches requests' child per API key (looking a label value
+	// up hashes and locks on every request); entries are set once.
+	byKey [128]atomic.Pointer[prometheus.Observer]
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -62,6 +67,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) observe(api string, d time.Duration) {
-	m.requests.WithLabelValues(api).Observe(d.Seconds())
+// observe records a request's handling time under its API's name; key
+// is its API key (-1 when it was not decoded).
+func (m *metrics) observe(key int16, api string, d time.Duration) {
+	if key < 0 || int(key) >= len(m.byKey) {
+		m.requests.WithLabelValues(api).Observe(d.Seconds())
+		return
+	}
+	o := m.byKey[key].Load()
+	if o == nil {
+		obs := m.requests.WithLabelValues(api)
+		o = &obs
+		m.byKey[key].Store(o)
+	}
+	(*o).Observe(d.Seconds())
 }

@@ -1,10 +1,22 @@
 package broker
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"sluice/internal/batch"
+	"sluice/internal/storage"
+	"sluice/internal/vfs"
 )
 
 // Producer-state snapshots.
@@ -12,24 +24,60 @@ import (
 // A partition's producer state (the idempotent-producer table) and its
 // transaction index (open and aborted transactions) are derived from the
 // batch headers of its log. Rebuilding them scans every header of the
-// partition; to spare that scan after a clean shutdown, closing a
-// partition writes them to producers.snapshot in the partition directory
-// (JSON, written to a temporary file, fsynced, renamed into place, the
-// directory fsynced):
+// partition; snapshots bound that scan to the log written after the
+// newest snapshot, also after a crash.
 //
-//	{"version":1, "start":S, "next":N, "max_pid":P,
+// A snapshot is named by the offset N it covers,
+// producers-<N, 20 digits>.snapshot in the partition directory: it holds
+// the state that the batches below N produce. Its file is one header line
+// and a JSON body:
+//
+//	sluice-producers v2 crc32c=<8 hex digits of the CRC32C of the body>
+//	{"version":2, "start":S, "next":N, "max_pid":P,
 //	 "producers":[{"pid":7,"epoch":0,"batches":[[first,last,base],...]}],
 //	 "open":[{"pid":9,"first":120}],
 //	 "aborted":[{"pid":9,"first":40,"last":52}]}
 //
-// start and next are the log's start and end offsets when it was written:
-// the state covers exactly the batches in [start, next). Opening a
-// partition uses the snapshot only when the recovered log has the same
-// start and end offsets (it was closed cleanly, or a crash lost exactly
-// the bytes written after the snapshot); otherwise, or when the file does
-// not decode, it scans the log as before. The snapshot is removed once
-// loaded, so it is never used for a log that changed after it.
-const snapshotFile = "producers.snapshot"
+// start is the log start offset when it was taken; batches holds each
+// producer's last sequence ranges (first sequence, last sequence, base
+// offset; oldest first), open the first offset of each open transaction,
+// aborted the aborted transactions (first offset, ABORT marker offset).
+// It is written to a temporary file, fsynced, renamed into place and the
+// directory fsynced; the newest snapshotKeep are kept.
+//
+// When snapshots are taken:
+//   - Periodically, after every snapshotInterval bytes a partition
+//     accepted: the state is captured on the partition's acceptor
+//     goroutine at the offset the next append gets (so it matches the
+//     log below it exactly), and is written by the broker's snapshot
+//     writer only once the high watermark has passed that offset, that
+//     is once the log below it is durable. A partition that fails and
+//     heals drops the capture it had not written yet and removes the
+//     snapshots above its healed log end.
+//   - At a clean shutdown, at the log end, once the acceptor stopped.
+//
+// Recovery (openPartition): snapshots above the recovered log end
+// describe offsets the log no longer holds (a crash lost them, or a
+// repair truncated the log) and are removed, as are those below the log
+// start. The newest remaining one whose header, checksum and body decode
+// and agree with its name is loaded; one that does not is removed and the
+// next older one tried; then the log is scanned only from N. With no
+// usable snapshot the whole log is scanned, as without snapshots. The
+// state a snapshot restores keeps producers whose batches retention
+// removed since, as the running broker does; a full scan forgets them.
+//
+// Version 1 (producers.snapshot, bare JSON, written at clean shutdown by
+// earlier versions) is still loaded, under the same rules, then removed.
+const (
+	snapshotPrefix   = "producers-"
+	snapshotSuffix   = ".snapshot"
+	legacySnapshot   = "producers.snapshot" // version 1
+	snapshotMagic    = "sluice-producers v2 crc32c="
+	snapshotKeep     = 3
+	snapshotInterval = 64 << 20 // default bytes accepted between periodic snapshots
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 type producerSnapshot struct {
 	Version   int                `json:"version"`
@@ -58,10 +106,35 @@ type snapshotAborted struct {
 	Last  int64 `json:"last"`
 }
 
-// snapshot captures the partition's producer state. The acceptor must be
-// stopped.
-func (p *partition) snapshot() *producerSnapshot {
-	s := &producerSnapshot{Version: 1, Start: p.log.StartOffset(), Next: p.log.NextOffset()}
+// snapState is a partition's snapshot bookkeeping.
+type snapState struct {
+	// Touched only by the partition's acceptor goroutine (in
+	// Request.Check and Config.Recovered).
+	since   int64             // bytes accepted since the last capture
+	pending *producerSnapshot // captured, waiting for the high watermark to reach pending.Next
+
+	mu     sync.Mutex // guards the fields below and the partition's snapshot files
+	closed bool       // the partition is closing or closed: the writer writes no more
+	epoch  int        // raised when the partition healed: older captures are dropped
+}
+
+// snapJob is a captured snapshot whose log prefix is durable, for the
+// snapshot writer.
+type snapJob struct {
+	p     *partition
+	s     *producerSnapshot
+	epoch int
+}
+
+// snapshot captures the partition's producer state at the log end; the
+// acceptor must be stopped (or the partition idle, in tests).
+func (p *partition) snapshot() *producerSnapshot { return p.snapshotAt(p.log.NextOffset()) }
+
+// snapshotAt captures the partition's producer state as the batches below
+// next produce it. It runs on the acceptor goroutine before the append
+// that gets offset next is checked, or after the acceptor stopped.
+func (p *partition) snapshotAt(next int64) *producerSnapshot {
+	s := &producerSnapshot{Version: 2, Start: p.log.StartOffset(), Next: next}
 	p.pids.mu.Lock()
 	s.MaxPID = p.pids.maxPID
 	for id, st := range p.pids.m {
@@ -82,7 +155,19 @@ func (p *partition) snapshot() *producerSnapshot {
 		s.Aborted = append(s.Aborted, snapshotAborted{PID: a.pid, First: a.first, Last: a.last})
 	}
 	p.txns.mu.Unlock()
+	slices.SortFunc(s.Producers, func(a, b snapshotProducer) int { return cmpInt64(a.PID, b.PID) })
+	slices.SortFunc(s.Open, func(a, b snapshotOpen) int { return cmpInt64(a.PID, b.PID) })
 	return s
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // restore loads s into empty tables.
@@ -103,37 +188,302 @@ func (s *producerSnapshot) restore(pids *producerTable, txns *txnIndex) {
 	}
 }
 
-// writeSnapshot writes the partition's snapshot; its acceptor must be
-// stopped and its log still open.
-func (b *Broker) writeSnapshot(p *partition, dir string) error {
-	if err := writeJSON(b.fs, filepath.Join(dir, snapshotFile), p.snapshot()); err != nil {
+// snapshotPoint runs on the acceptor goroutine before the append that
+// would get offset base is checked: it hands a capture whose log prefix
+// has become durable to the snapshot writer, and captures the state at
+// base once snapshotInterval bytes were accepted since the last capture.
+func (b *Broker) snapshotPoint(p *partition, base int64) {
+	s := &p.snaps
+	if s.pending != nil && p.acc.HighWatermark() >= s.pending.Next {
+		s.mu.Lock()
+		j := snapJob{p: p, s: s.pending, epoch: s.epoch}
+		s.mu.Unlock()
+		select {
+		case b.snapq <- j:
+		default: // the writer is behind: a later capture replaces this one
+		}
+		s.pending = nil
+	}
+	if s.pending == nil && b.cfg.snapshotInterval > 0 && s.since >= b.cfg.snapshotInterval {
+		s.pending, s.since = p.snapshotAt(base), 0
+	}
+}
+
+// snapshotHealed runs on the acceptor goroutine when the partition healed
+// (its log may be shorter than what was captured): it drops the capture
+// not yet written and removes the snapshots above the log end.
+func (b *Broker) snapshotHealed(p *partition) {
+	p.snaps.pending, p.snaps.since = nil, 0
+	p.snaps.mu.Lock()
+	defer p.snaps.mu.Unlock()
+	p.snaps.epoch++
+	if err := b.pruneSnapshots(p.dir, p.log.StartOffset(), p.log.NextOffset()); err != nil {
+		b.cfg.logger.Warn("removing producer snapshots past the healed log end failed", "topic", p.topic, "partition", p.index, "err", err)
+	}
+}
+
+// snapshotLoop is the snapshot writer goroutine, started by New and
+// stopped by Close (through stopCtx); it closes snapDone when it returns.
+// It writes the snapshots snapshotPoint hands it.
+func (b *Broker) snapshotLoop() {
+	defer close(b.snapDone)
+	for {
+		select {
+		case j := <-b.snapq:
+			b.persistSnapshot(j)
+		case <-b.stopCtx.Done():
+			return
+		}
+	}
+}
+
+// persistSnapshot writes a periodic snapshot unless its partition closed
+// or healed since it was captured.
+func (b *Broker) persistSnapshot(j snapJob) {
+	s := &j.p.snaps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.epoch != j.epoch {
+		return
+	}
+	if err := b.writeSnapshotLocked(j.p, j.s); err != nil {
+		b.cfg.logger.Warn("producer snapshot not written; recovery scans more of the log", "topic", j.p.topic, "partition", j.p.index, "err", err)
+	}
+}
+
+// closeSnapshots stops the partition's snapshots; with final set (a clean
+// stop: the acceptor stopped and the log is still open) it first writes
+// one at the log end.
+func (b *Broker) closeSnapshots(p *partition, final bool) {
+	s := &p.snaps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if !final {
+		return
+	}
+	if err := b.writeSnapshotLocked(p, p.snapshot()); err != nil {
+		b.cfg.logger.Warn("producer snapshot not written; the next start scans more of the log", "topic", p.topic, "partition", p.index, "err", err)
+	}
+}
+
+// writeSnapshotLocked writes s and removes all but the newest
+// snapshotKeep snapshots. The caller holds p.snaps.mu.
+func (b *Broker) writeSnapshotLocked(p *partition, s *producerSnapshot) error {
+	data, err := encodeSnapshot(s)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(b.fs, filepath.Join(p.dir, snapshotName(s.Next)), data); err != nil {
 		return fmt.Errorf("broker: write producer snapshot of %s/%d: %w", p.topic, p.index, err)
+	}
+	offs, err := listSnapshots(b.fs, p.dir)
+	if err != nil {
+		return err
+	}
+	for len(offs) > snapshotKeep {
+		if err := removeIfExists(b.fs, filepath.Join(p.dir, snapshotName(offs[0]))); err != nil {
+			return err
+		}
+		offs = offs[1:]
 	}
 	return nil
 }
 
-// loadSnapshot fills pids and txns from the partition's snapshot when it
-// matches the log (start, end), and removes the file. It reports whether
-// it did.
-func (b *Broker) loadSnapshot(dir string, start, next int64, pids *producerTable, txns *txnIndex) bool {
-	name := filepath.Join(dir, snapshotFile)
+func snapshotName(next int64) string {
+	return fmt.Sprintf("%s%020d%s", snapshotPrefix, next, snapshotSuffix)
+}
+
+// listSnapshots returns the offsets of the snapshots in dir, ascending.
+func listSnapshots(fs vfs.FS, dir string) ([]int64, error) {
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("broker: list %s: %w", dir, err)
+	}
+	var offs []int64
+	for _, n := range names {
+		if !strings.HasPrefix(n, snapshotPrefix) || !strings.HasSuffix(n, snapshotSuffix) {
+			continue
+		}
+		off, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(n, snapshotPrefix), snapshotSuffix), 10, 64)
+		if err != nil || off < 0 || snapshotName(off) != n {
+			continue
+		}
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	return offs, nil
+}
+
+// pruneSnapshots removes the snapshots of dir outside [start, end].
+func (b *Broker) pruneSnapshots(dir string, start, end int64) error {
+	offs, err := listSnapshots(b.fs, dir)
+	if err != nil {
+		return err
+	}
+	for _, off := range offs {
+		if off < start || off > end {
+			if err := removeIfExists(b.fs, filepath.Join(dir, snapshotName(off))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func removeIfExists(fs vfs.FS, name string) error {
+	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("broker: remove %s: %w", name, err)
+	}
+	return nil
+}
+
+// encodeSnapshot renders s as a snapshot file (header line and body).
+func encodeSnapshot(s *producerSnapshot) ([]byte, error) {
+	body, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("broker: encode producer snapshot: %w", err)
+	}
+	body = append(body, '\n')
+	out := fmt.Appendf(nil, "%s%08x\n", snapshotMagic, crc32.Checksum(body, crcTable))
+	return append(out, body...), nil
+}
+
+// decodeSnapshot parses a snapshot file, checking its checksum.
+func decodeSnapshot(data []byte) (*producerSnapshot, error) {
+	line, body, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok || !bytes.HasPrefix(line, []byte(snapshotMagic)) {
+		return nil, errors.New("no snapshot header line")
+	}
+	want, err := strconv.ParseUint(string(line[len(snapshotMagic):]), 16, 32)
+	if err != nil {
+		return nil, fmt.Errorf("bad checksum field %q", line[len(snapshotMagic):])
+	}
+	if got := crc32.Checksum(body, crcTable); got != uint32(want) {
+		return nil, fmt.Errorf("checksum mismatch: body has %08x, header says %08x", got, want)
+	}
 	var s producerSnapshot
-	err := readJSON(b.fs, name, &s)
-	if errors.Is(err, os.ErrNotExist) {
-		return false
+	if err := json.Unmarshal(body, &s); err != nil {
+		return nil, fmt.Errorf("decode body: %w", err)
 	}
-	if rerr := b.fs.Remove(name); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-		b.cfg.logger.Warn("removing a used producer snapshot failed", "file", name, "err", rerr)
+	if s.Version != 2 {
+		return nil, fmt.Errorf("version %d, want 2", s.Version)
 	}
-	switch {
-	case err != nil:
-		b.cfg.logger.Warn("producer snapshot unreadable; scanning the log", "file", name, "err", err)
-		return false
-	case s.Version != 1 || s.Start != start || s.Next != next:
+	return &s, nil
+}
+
+// readFile reads a whole file.
+func readFile(fs vfs.FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", name, err)
+	}
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return data, nil
+}
+
+// loadSnapshot fills empty pids and txns from the newest usable snapshot
+// of the partition in dir, whose recovered log holds [start, end) (see
+// the recovery rules above), and returns the offset the log must be
+// scanned from: the snapshot's, or start when none was usable.
+func (b *Broker) loadSnapshot(dir string, start, end int64, pids *producerTable, txns *txnIndex) (from int64, ok bool) {
+	log := b.cfg.logger.With("dir", dir)
+	if err := b.pruneSnapshots(dir, start, end); err != nil {
+		log.Warn("removing producer snapshots outside the log failed", "err", err)
+	}
+	offs, err := listSnapshots(b.fs, dir)
+	if err != nil {
+		log.Warn("listing producer snapshots failed; scanning the log", "err", err)
+		offs = nil
+	}
+	for i := len(offs) - 1; i >= 0 && !ok; i-- {
+		name := filepath.Join(dir, snapshotName(offs[i]))
+		s, err := b.readSnapshot(name)
+		switch {
+		case err == nil && s.Next != offs[i]:
+			err = fmt.Errorf("holds offset %d", s.Next)
+		case err == nil && (s.Next < start || s.Next > end):
+			err = fmt.Errorf("offset %d is outside the log [%d, %d]", s.Next, start, end)
+		}
+		if err != nil {
+			log.Warn("producer snapshot unusable; removing it and trying an older one", "file", name, "err", err)
+			if rerr := removeIfExists(b.fs, name); rerr != nil {
+				log.Warn("removing an unusable producer snapshot failed", "err", rerr)
+			}
+			continue
+		}
+		s.restore(pids, txns)
+		from, ok = s.Next, true
+	}
+	if !ok {
+		from, ok = b.loadLegacySnapshot(dir, start, end, pids, txns)
+	}
+	if err := removeIfExists(b.fs, filepath.Join(dir, legacySnapshot)); err != nil {
+		log.Warn("removing a version 1 producer snapshot failed", "err", err)
+	}
+	if !ok {
+		return start, false
+	}
+	txns.trim(start)
+	return from, true
+}
+
+func (b *Broker) readSnapshot(name string) (*producerSnapshot, error) {
+	data, err := readFile(b.fs, name)
+	if err != nil {
+		return nil, err
+	}
+	return decodeSnapshot(data)
+}
+
+// loadLegacySnapshot loads a version 1 snapshot (bare JSON, written only
+// at clean shutdown) under the same rules.
+func (b *Broker) loadLegacySnapshot(dir string, start, end int64, pids *producerTable, txns *txnIndex) (int64, bool) {
+	name := filepath.Join(dir, legacySnapshot)
+	var s producerSnapshot
+	if err := readJSON(b.fs, name, &s); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			b.cfg.logger.Warn("producer snapshot unreadable; scanning the log", "file", name, "err", err)
+		}
+		return start, false
+	}
+	if s.Version != 1 || s.Next < start || s.Next > end {
 		b.cfg.logger.Info("producer snapshot does not match the log; scanning it", "file", name,
-			"snapshot_start", s.Start, "snapshot_next", s.Next, "log_start", start, "log_next", next)
-		return false
+			"snapshot_next", s.Next, "log_start", start, "log_next", end)
+		return start, false
 	}
 	s.restore(pids, txns)
-	return true
+	return s.Next, true
+}
+
+// rebuildState adds to pids and txns the batches of l from offset from
+// on (from a snapshot, or the log start with empty tables), reading
+// their headers and their transaction markers' records.
+func rebuildState(l *storage.Log, from int64, pids *producerTable, txns *txnIndex) error {
+	return l.ScanHeaders(max(from, l.StartOffset()), func(h batch.Header) error {
+		if h.BaseOffset < from {
+			return nil // covered by the snapshot
+		}
+		pids.replay(&h)
+		commit := false
+		if h.Control() && h.Transactional() {
+			var err error
+			if commit, err = readMarker(l, &h); err != nil {
+				return err
+			}
+		}
+		txns.replay(&h, commit)
+		return nil
+	})
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sluice/internal/acceptor"
-	"sluice/internal/batch"
 	"sluice/internal/storage"
 	"sluice/internal/vfs"
 	"sluice/internal/wal"
@@ -80,8 +79,11 @@ type partition struct {
 	// txns tracks the partition's open and aborted transactions (LSO).
 	txns *txnIndex
 	dir  string
-	// fromSnapshot: pids and txns were loaded from producers.snapshot.
+	// fromSnapshot: pids and txns were loaded from a snapshot (see
+	// snapshot.go) and the log scanned only from scannedFrom.
 	fromSnapshot bool
+	scannedFrom  int64
+	snaps        snapState
 	// traffic counts what Produce accepted and Fetch sent, for metrics
 	// and the console.
 	traffic traffic
@@ -93,12 +95,16 @@ func (p *partition) close() error { return p.closeSnapshot(nil) }
 // writes the producer-state snapshot before closing the log.
 func (p *partition) closeSnapshot(b *Broker) error {
 	var errs []error
-	if err := p.acc.Close(); err != nil {
+	err := p.acc.Close()
+	if err != nil {
 		errs = append(errs, fmt.Errorf("broker: close %s/%d acceptor: %w", p.topic, p.index, err))
-	} else if b != nil {
-		if err := b.writeSnapshot(p, p.dir); err != nil {
-			b.cfg.logger.Warn("producer snapshot not written; the next start scans the log", "topic", p.topic, "partition", p.index, "err", err)
-		}
+	}
+	if b != nil {
+		b.closeSnapshots(p, err == nil)
+	} else {
+		p.snaps.mu.Lock()
+		p.snaps.closed = true
+		p.snaps.mu.Unlock()
 	}
 	if err := p.log.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: close %s/%d log: %w", p.topic, p.index, err))
@@ -262,14 +268,15 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 		pwal = b.wal.For(key)
 	}
 	pids := newProducerTable()
-	fromSnapshot := !create && b.loadSnapshot(dir, l.StartOffset(), l.NextOffset(), pids, txns)
-	if !fromSnapshot {
-		if err := rebuildState(l, pids, txns); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
-		}
+	from, fromSnapshot := l.StartOffset(), false
+	if !create {
+		from, fromSnapshot = b.loadSnapshot(dir, l.StartOffset(), l.NextOffset(), pids, txns)
 	}
-	p := &partition{topic: t.name, index: i, dir: dir, log: l, pids: pids, txns: txns, fromSnapshot: fromSnapshot}
+	if err := rebuildState(l, from, pids, txns); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
+	}
+	p := &partition{topic: t.name, index: i, dir: dir, log: l, pids: pids, txns: txns, fromSnapshot: fromSnapshot, scannedFrom: from}
 	p.acc = acceptor.Start(l, acceptor.Config{
 		Policy:      b.cfg.fsync,
 		Metrics:     b.accM,
@@ -283,32 +290,16 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 		// acceptor goroutine (the only writer of both).
 		Recovered: func() error {
 			np, nt := newProducerTable(), newTxnIndex()
-			if err := rebuildState(l, np, nt); err != nil {
+			if err := rebuildState(l, l.StartOffset(), np, nt); err != nil {
 				return fmt.Errorf("rebuild producer state: %w", err)
 			}
 			p.pids.replaceWith(np)
 			p.txns.replaceWith(nt)
+			b.snapshotHealed(p)
 			return nil
 		},
 	})
 	return p, nil
-}
-
-// rebuildState fills empty pids and txns from the log's batch headers
-// (and its transaction markers' records).
-func rebuildState(l *storage.Log, pids *producerTable, txns *txnIndex) error {
-	return l.ScanHeaders(l.StartOffset(), func(h batch.Header) error {
-		pids.replay(&h)
-		commit := false
-		if h.Control() && h.Transactional() {
-			var err error
-			if commit, err = readMarker(l, &h); err != nil {
-				return err
-			}
-		}
-		txns.replay(&h, commit)
-		return nil
-	})
 }
 
 // lookup returns a topic by name, or nil.
@@ -604,14 +595,19 @@ func (b *Broker) allocPID() (int64, error) {
 	return id, nil
 }
 
-// writeJSON writes v to name atomically and durably: a temporary file,
-// fsynced, renamed into place, then the directory fsynced.
+// writeJSON writes v to name atomically and durably (writeFileAtomic).
 func writeJSON(fs vfs.FS, name string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", name, err)
 	}
-	data = append(data, '\n')
+	return writeFileAtomic(fs, name, append(data, '\n'))
+}
+
+// writeFileAtomic writes data to name atomically and durably: a
+// temporary file, fsynced, renamed into place, then the directory
+// fsynced.
+func writeFileAtomic(fs vfs.FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", tmp, err)

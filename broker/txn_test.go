@@ -384,14 +384,7 @@ func TestProducerSnapshot(t *testing.T) {
 	// A snapshot whose offsets do not match the log is ignored.
 	tb.stop()
 	dir := filepath.Join(tb.dir, topicsDir, topic, "0")
-	var s producerSnapshot
-	if err := readJSON(vfs.OS(), filepath.Join(dir, snapshotFile), &s); err != nil {
-		t.Fatal(err)
-	}
-	s.Next++
-	if err := writeJSON(vfs.OS(), filepath.Join(dir, snapshotFile), &s); err != nil {
-		t.Fatal(err)
-	}
+	moveSnapshotsPastEnd(t, vfs.OS(), dir)
 	tb.start()
 	if tb.b.partition(topic, 0).fromSnapshot {
 		t.Fatal("a snapshot that does not match the log was used")
@@ -429,7 +422,7 @@ func TestTxnCommittedSince(t *testing.T) {
 	p := tb.b.partition(topic, 0)
 	ask := func(from int64) bool {
 		t.Helper()
-		found, err := tb.b.committedSince(pid, tp, from)
+		_, found, err := tb.b.committedSince(pid, tp, from)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +435,7 @@ func TestTxnCommittedSince(t *testing.T) {
 	if ask(end) {
 		t.Fatalf("a COMMIT marker found at or past %d, the log's end", end)
 	}
-	if found, err := tb.b.committedSince(pid+1, tp, 0); err != nil || found {
+	if _, found, err := tb.b.committedSince(pid+1, tp, 0); err != nil || found {
 		t.Fatalf("another producer's marker counted: %v %v", found, err)
 	}
 	ctx := txnCtx(t)

@@ -180,17 +180,17 @@ func readMarker(l *storage.Log, h *batch.Header) (bool, error) {
 var errMarkerFound = errors.New("found")
 
 // committedSince reports whether partition tp holds a COMMIT marker of
-// pid at an offset >= from (the transaction coordinator's recovery asks,
-// for transactions it finds open).
-func (b *Broker) committedSince(pid int64, tp txn.TopicPartition, from int64) (bool, error) {
+// pid at an offset >= from, and the first one's epoch (the transaction
+// coordinator's recovery asks, for transactions it finds open).
+func (b *Broker) committedSince(pid int64, tp txn.TopicPartition, from int64) (int16, bool, error) {
 	p := b.partition(tp.Topic, tp.Partition)
 	if p == nil || p.txns.openFirst(pid) >= 0 {
 		// Gone, or pid's transaction is still open here: no marker of it
 		// was written (none of pid's batches is accepted after its
 		// transaction's first marker).
-		return false, nil
+		return 0, false, nil
 	}
-	found := false
+	found, epoch := false, int16(0)
 	err := p.log.ScanHeaders(max(from, p.log.StartOffset()), func(h batch.Header) error {
 		if h.BaseOffset < from || h.ProducerID != pid || !h.Control() || !h.Transactional() {
 			return nil
@@ -200,21 +200,63 @@ func (b *Broker) committedSince(pid int64, tp txn.TopicPartition, from int64) (b
 			return err
 		}
 		if commit {
-			found = true
+			found, epoch = true, h.ProducerEpoch
 			return errMarkerFound
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errMarkerFound) {
-		return false, fmt.Errorf("broker: look for COMMIT markers in %s/%d: %w", tp.Topic, tp.Partition, err)
+		return 0, false, fmt.Errorf("broker: look for COMMIT markers in %s/%d: %w", tp.Topic, tp.Partition, err)
 	}
-	return found, nil
+	return epoch, found, nil
+}
+
+// openTransactions lists the transactions open on every partition with
+// the epoch of their batches (the transaction coordinator's recovery
+// adopts those whose implicit add did not become durable).
+func (b *Broker) openTransactions() []txn.OpenTxn {
+	var out []txn.OpenTxn
+	for _, t := range b.sortedTopics() {
+		for _, p := range t.parts {
+			out = append(out, p.openTransactions()...)
+		}
+	}
+	return out
+}
+
+// openTransactions lists p's open transactions (see Broker.openTransactions).
+func (p *partition) openTransactions() []txn.OpenTxn {
+	p.txns.mu.Lock()
+	open := make(map[int64]int64, len(p.txns.open))
+	for pid, first := range p.txns.open {
+		open[pid] = first
+	}
+	p.txns.mu.Unlock()
+	var out []txn.OpenTxn
+	for pid, first := range open {
+		if epoch, ok := p.pids.epochOf(pid); ok {
+			out = append(out, txn.OpenTxn{PID: pid, Epoch: epoch, TP: txn.TopicPartition{Topic: p.topic, Partition: p.index}, First: first})
+		}
+	}
+	return out
+}
+
+// epochOf returns pid's epoch on the partition: that of its last batch or
+// marker.
+func (t *producerTable) epochOf(pid int64) (int16, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.m[pid]; s != nil {
+		return s.epoch, true
+	}
+	return 0, false
 }
 
 // writeMarkers writes a COMMIT or ABORT marker for pid to each partition
-// that has an open transaction of pid, durably, in parallel. Partitions
-// that no longer exist are skipped.
-func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.TopicPartition) error {
+// that has an open transaction of pid with batches at batchEpoch or
+// below, durably, in parallel. Partitions that no longer exist are
+// skipped.
+func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.TopicPartition, batchEpoch int16) error {
 	type queued struct {
 		p   *partition
 		pen acceptor.Pending
@@ -228,7 +270,7 @@ func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.T
 			continue
 		}
 		m := encodeMarker(pid, epoch, commit, ts)
-		pen, err := b.enqueueMarker(p, m, pid, epoch, commit)
+		pen, err := b.enqueueMarker(p, m, pid, epoch, commit, batchEpoch)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -246,11 +288,17 @@ func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.T
 // enqueueMarker queues marker m (pid's COMMIT or ABORT) on p's acceptor.
 // Its check runs serialized with the partition's appends: with no open
 // transaction of pid the marker is not written (a marker rewritten by
-// recovery, or a partition that got no records), otherwise the
-// transaction is closed and the producer's epoch raised to the marker's.
-func (b *Broker) enqueueMarker(p *partition, m []byte, pid int64, epoch int16, commit bool) (acceptor.Pending, error) {
+// recovery, or a partition that got no records), nor when pid's batches
+// here carry an epoch above batchEpoch (a newer transaction's, written
+// after an EndTxn v5 bumped the epoch, met by recovery finishing the
+// older one); otherwise the transaction is closed and the producer's
+// epoch raised to the marker's.
+func (b *Broker) enqueueMarker(p *partition, m []byte, pid int64, epoch int16, commit bool, batchEpoch int16) (acceptor.Pending, error) {
 	req := &acceptor.Request{Batches: m, Records: 1, Durable: true}
 	req.Check = func(base int64) (int64, bool, error) {
+		if cur, ok := p.pids.epochOf(pid); ok && cur > batchEpoch && p.txns.openFirst(pid) >= 0 {
+			return -1, true, nil
+		}
 		if !p.txns.end(pid, commit, base) {
 			return -1, true, nil
 		}

@@ -142,14 +142,14 @@ func TestEOSKill9(t *testing.T) {
 	}
 	produceValues(t, addr, in, 0, total)
 
-	var committed atomic.Int64
+	var committed, ends atomic.Int64
 	wctx, cancel := context.WithCancel(ctx)
 	var stops []chan struct{}
 	for i := 1; i <= 2; i++ {
 		done := make(chan struct{})
 		stops = append(stops, done)
 		w := &eosWorker{addr: addr, txnID: fmt.Sprintf("kill-member-%d", i), group: group, in: in, out: out, committed: &committed,
-			logf: func(string, ...any) {}}
+			ends: &ends, logf: func(string, ...any) {}}
 		go func() { defer close(done); w.run(wctx) }()
 	}
 	stopWorkers := func() {
@@ -207,4 +207,17 @@ func TestEOSKill9(t *testing.T) {
 	}
 	stopWorkers()
 	checkExactlyOnce(t, addr, group, in, out, total)
+	// franz-go ran transaction version 2 (the broker finalizes it): every
+	// EndTxn bumped the epoch, so the kills hit implicit partition adds
+	// and epoch bumps. On the classic protocol only InitProducerId would
+	// (once per session, a handful of times).
+	txns, err := adm.DescribeTransactions(ctx, "kill-member-1", "kill-member-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochs := 0
+	txns.Each(func(d kadm.DescribedTransaction) { epochs += int(d.ProducerEpoch) })
+	if n := ends.Load(); n < 20 || int64(epochs) < n/2 {
+		t.Fatalf("%d transactions ended, epochs sum to %d: transaction version 2 was not used", n, epochs)
+	}
 }

@@ -22,6 +22,7 @@ import (
 type eosWorker struct {
 	addr, txnID, group, in, out string
 	committed                   *atomic.Int64
+	ends                        *atomic.Int64 // if set: transactions ended (commit or abort) with an answer
 	logf                        func(format string, args ...any)
 }
 
@@ -92,6 +93,9 @@ func (w *eosWorker) session(ctx context.Context) error {
 		ok, err := s.End(ctx, commit)
 		if err != nil {
 			return fmt.Errorf("end: %w", err)
+		}
+		if w.ends != nil {
+			w.ends.Add(1)
 		}
 		if ok && commit == kgo.TryCommit {
 			w.committed.Add(int64(len(recs)))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 // producing 100-byte inputs to one partition through:
 //
 //   - sluice: BatchProducer with the RecordAggregator and a KafkaSink;
+//   - sluice-inflight2: the same with MaxInFlight(2);
 //   - sluice-packing: BatchProducer with an aggregator packing inputs into
 //     records of up to 16 KiB;
 //   - sluice-inprocess: BatchProducer with the RecordAggregator and an
@@ -27,8 +29,10 @@ import (
 //
 // Both kgo clients use kgo.ProducerLinger(0) and otherwise franz-go's
 // defaults (acks=all, idempotent, snappy). Each caller runs a closed loop;
-// b.N inputs are shared among the callers. Reported: inputs/s, and the p50
-// and p99 of one Produce call in µs.
+// b.N inputs are shared among the callers. Reported: inputs/s, the p50 and
+// p99 of one Produce call in µs, and the CPU time of the benchmark process
+// (callers, producer, kgo clients and the broker, all in one process) per
+// input and as a percentage of one core.
 func BenchmarkProduce(b *testing.B) {
 	brk := brokertest.Start(b)
 	topicN := 0
@@ -57,6 +61,16 @@ func BenchmarkProduce(b *testing.B) {
 	}{
 		{"sluice", func(b *testing.B) (func(context.Context) error, func()) {
 			p, err := producer.NewRecordProducer(producer.WithSink(producer.NewKafkaSink(newClient(b), newTopic(b), 0)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			return func(ctx context.Context) error {
+				_, err := p.Produce(ctx, producer.Record{Value: value})
+				return err
+			}, func() { p.Close(context.Background()) }
+		}},
+		{"sluice-inflight2", func(b *testing.B) (func(context.Context) error, func()) {
+			p, err := producer.NewRecordProducer(producer.MaxInFlight(2), producer.WithSink(producer.NewKafkaSink(newClient(b), newTopic(b), 0)))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -140,10 +154,12 @@ func runCallers(b *testing.B, callers int, produce func(context.Context) error) 
 		}()
 	}
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
+	cpu := processCPU(b) - cpu0
 	b.StopTimer()
 	all := slices.Concat(lat...)
 	if len(all) == 0 {
@@ -154,7 +170,20 @@ func runCallers(b *testing.B, callers int, produce func(context.Context) error) 
 	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "inputs/s")
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(len(all)), "cpu-µs/input")
+	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "cpu-%")
 	b.ReportMetric(0, "ns/op")
+}
+
+// processCPU is the CPU time (user and system) the benchmark process has
+// used so far: the callers, the producer, the kgo clients and the broker,
+// which runs in the same process.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var _ producer.Appender = (*broker.Broker)(nil)

@@ -75,8 +75,16 @@ func Linger(d time.Duration) Opt { return opt{func(c *cfg) { c.linger = d }} }
 // currently inside Produce has its input in that batch: nobody else can join
 // it, so waiting longer only adds latency. A lone caller's input is
 // therefore sent at once (one round trip), while under concurrency batches
-// fill as they would without it. When off, the first caller always waits the
-// full Linger unless the batch fills or Flush is called. Default on.
+// fill as they would without it.
+//
+// With MaxInFlight set, it also ends the linger once every in-flight slot is
+// taken and every caller not waiting on a batch in flight has joined: the
+// batch is then written as soon as a slot is free, and keeps filling until
+// then. Under heavy concurrency batches are therefore paced by the writes in
+// flight rather than by the Linger timer.
+//
+// When off, the first caller always waits the full Linger (and then for a
+// slot) unless the batch fills or Flush is called. Default on.
 func AdaptiveLinger(on bool) Opt { return opt{func(c *cfg) { c.adaptive = on }} }
 
 // MaxBatchBytes bounds the size of one encoded RecordBatch (header and
@@ -99,5 +107,8 @@ func Compression(codec kgo.CompressionCodec) Opt {
 // reached, the caller that must flush the next batch blocks (honouring its
 // context) and that batch keeps filling until it is full; then later callers
 // block too. This is the producer's back-pressure. Zero means unbounded: a
-// full or lingered batch is always flushed at once. Default 0.
+// full or lingered batch is always flushed at once, and AdaptiveLinger only
+// ends a linger once every caller inside Produce has joined the batch.
+// Batches in flight at once may be written in either order (see Sink);
+// MaxInFlight(1) writes them one at a time. Default 0.
 func MaxInFlight(n int) Opt { return opt{func(c *cfg) { c.maxInFlight = n }} }

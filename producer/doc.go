@@ -22,10 +22,13 @@
 //	   ▼                                     ▼
 //	 linger: wait for Linger, or for       wait on batch.done only: no
 //	 every active caller to join           mutex, no timer
-//	 (AdaptiveLinger), or for the
-//	 batch to be sealed by someone
-//	 else; then take an in-flight
-//	 slot (MaxInFlight) and seal it
+//	 (AdaptiveLinger; with every
+//	 in-flight slot taken, every
+//	 caller not waiting on one), or
+//	 for the batch to be sealed by
+//	 someone else; then take an
+//	 in-flight slot (MaxInFlight,
+//	 if set) and seal it
 //	   │                                     ▲
 //	   ▼                                     │ close(done): the result is
 //	 send goroutine (one per batch,          │ broadcast once to every waiter
@@ -54,6 +57,19 @@
 // in a batch, the batch is still written (so the input may be produced);
 // if the caller was the batch's lingerer, a goroutine finishes the linger
 // in its place.
+//
+// # Choosing an aggregator
+//
+// NewRecordProducer's RecordAggregator writes one Kafka record per input:
+// any Kafka consumer reads each input as the record it was produced as, and
+// an input's status is its own offset. An aggregator that packs many inputs
+// into one record (see the packing example) is faster under heavy
+// concurrency, because the client and the broker handle one record instead
+// of hundreds, but it changes what is on the topic: only a reader that knows
+// the packing can split a record back into inputs, keys, headers and
+// timestamps per input are gone, and an input's status is a record offset
+// plus a position. That is a choice for the application that owns both
+// ends, so it is not the default.
 //
 // # Sinks
 //

@@ -111,6 +111,7 @@ func (s *fakeSink) noCall(t *testing.T) {
 type hookAggregator struct {
 	*RecordAggregator
 	pushes   atomic.Int64        // TryPush calls, failed ones included
+	accepted atomic.Int64        // TryPush calls that added their record
 	onPush   func(r Record)      // may panic
 	onFlush  func(recs []Record) // may panic
 	onDeagg  func(r Record)      // may panic
@@ -126,7 +127,11 @@ func (a *hookAggregator) TryPush(r Record) (int, error) {
 	if a.onPush != nil {
 		a.onPush(r)
 	}
-	return a.RecordAggregator.TryPush(r)
+	tag, err := a.RecordAggregator.TryPush(r)
+	if err == nil {
+		a.accepted.Add(1)
+	}
+	return tag, err
 }
 
 func (a *hookAggregator) Flush() ([]Record, StatusDeaggregator[int, int64], error) {

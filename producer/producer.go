@@ -108,6 +108,10 @@ type engine[I, T, S any] struct {
 	// whether everyone left inside has joined the current batch.
 	active atomic.Int64
 	curN   atomic.Int64
+	// flightN mirrors the number of inputs in batches handed to a send
+	// goroutine and not yet finished (written under mu): with MaxInFlight,
+	// the callers waiting on those batches cannot join the current one.
+	flightN atomic.Int64
 
 	// sendCtx is the context of every sink call; cancelSend cancels it when
 	// Close gives up waiting, or once Close is done.
@@ -191,7 +195,7 @@ func (e *engine[I, T, S]) produce(ctx context.Context, in I) (S, error) {
 		if err == nil {
 			b.n++
 			e.curN.Store(int64(b.n))
-			everyone := e.cfg.adaptive && int64(b.n) >= e.active.Load()
+			everyone := e.cfg.adaptive && e.joinedLocked(b)
 			if b.n == 1 {
 				e.mu.Unlock()
 				e.linger(ctx, b, everyone)
@@ -226,14 +230,37 @@ func (e *engine[I, T, S]) produce(ctx context.Context, in I) (S, error) {
 // before loading curN, so at least one of them sees the other's update.
 func (e *engine[I, T, S]) leave() {
 	a := e.active.Add(-1)
-	if !e.cfg.adaptive || a <= 0 || e.curN.Load() < a {
+	if !e.cfg.adaptive || a <= 0 {
+		return
+	}
+	// A cheap superset of joinedLocked's condition, read without the lock.
+	n, outside := e.curN.Load(), a
+	if e.slots != nil {
+		outside -= e.flightN.Load()
+	}
+	if n == 0 || n < outside {
 		return
 	}
 	e.mu.Lock()
-	if b := e.cur; b.n > 0 && int64(b.n) >= e.active.Load() {
+	if b := e.cur; b.n > 0 && e.joinedLocked(b) {
 		b.wakeLingerer()
 	}
 	e.mu.Unlock()
+}
+
+// joinedLocked reports whether adaptive linger ends b's linger now: when
+// every caller inside Produce has its input in b, or when every in-flight
+// slot (MaxInFlight) is taken and every caller not waiting on a batch in
+// flight has its input in b. In the second case b is flushed as soon as a
+// slot is free: the callers left out are waiting for their batches, and
+// waiting out the linger as well would only add to their next call's
+// latency.
+func (e *engine[I, T, S]) joinedLocked(b *batch[T, S]) bool {
+	n, a := int64(b.n), e.active.Load()
+	if n >= a {
+		return true
+	}
+	return e.slots != nil && len(e.inflight) >= cap(e.slots) && n >= a-e.flightN.Load()
 }
 
 // pushLocked pushes in into the aggregator, turning a panic into an error.
@@ -360,6 +387,7 @@ func (e *engine[I, T, S]) sealLocked(b *batch[T, S]) {
 		return
 	}
 	e.inflight[b] = struct{}{}
+	e.flightN.Add(int64(b.n))
 	e.wg.Add(1)
 	go e.send(b, recs, deagg)
 }
@@ -378,6 +406,12 @@ func (e *engine[I, T, S]) send(b *batch[T, S], recs []Record, deagg StatusDeaggr
 	if len(recs) > 0 {
 		offsets, err = e.callSink(recs)
 	}
+	// Its callers stop counting as in flight before they are woken, so that
+	// one rejoining is never counted twice; the batch stays listed for
+	// Flush until its result is published.
+	e.mu.Lock()
+	e.flightN.Add(-int64(b.n))
+	e.mu.Unlock()
 	e.release()
 	b.finish(offsets, deagg, err)
 	e.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +90,56 @@ func TestAdaptiveLinger(t *testing.T) {
 	wg.Wait()
 }
 
+// With MaxInFlight(2) and AdaptiveLinger, once both in-flight slots are taken and every caller not waiting on them has joined the
+// current batch, that batch stops lingering: it is written as soon as a slot
+// is free, while the other write is still in flight.
+func TestLingerEndsWhenSlotsAreBusy(t *testing.T) {
+	sink := newFakeSink(true)
+	agg := newHookAggregator(DefaultMaxBatchBytes)
+	p := mustNew(t, agg, WithSink(sink), Linger(forever), MaxInFlight(2))
+
+	a := produceAsync(context.Background(), p, "a")
+	callA := sink.next(t) // a lone caller is written at once
+	b := produceAsync(context.Background(), p, "b")
+	waitFor(t, "b pushed", func() bool { return agg.accepted.Load() == 2 })
+	// b lingers: a's caller may still join its batch. Flush sends it into
+	// the second slot.
+	flushed := make(chan error, 1)
+	go func() { flushed <- p.Flush(context.Background()) }()
+	callB := sink.next(t)
+	if n := len(callB.batch.Records); n != 1 {
+		t.Fatalf("b's batch has %d records, want 1", n)
+	}
+
+	c := produceAsync(context.Background(), p, "c")
+	d := produceAsync(context.Background(), p, "d")
+	waitFor(t, "c and d pushed", func() bool { return agg.accepted.Load() == 4 })
+	sink.noCall(t) // both slots are taken
+
+	callA.reply <- nil
+	checkOffset(t, sink, get(t, a))
+	callCD := sink.next(t) // not after the hour's linger, nor after b's write
+	var got []string
+	for _, r := range callCD.batch.Records {
+		got = append(got, string(r.Value))
+	}
+	slices.Sort(got) // c and d push in either order
+	if fmt.Sprint(got) != "[c d]" {
+		t.Fatalf("third batch %v, want [c d]", got)
+	}
+	callB.reply <- nil
+	callCD.reply <- nil
+	for _, ch := range []<-chan result{b, c, d} {
+		checkOffset(t, sink, get(t, ch))
+	}
+	if err := <-flushed; err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if m := sink.maxInside.Load(); m != 2 {
+		t.Fatalf("%d writes ran at once, want the limit 2", m)
+	}
+}
+
 // A full batch is flushed without waiting for its linger, and a batch never
 // exceeds MaxBatchBytes.
 func TestSizeTriggeredFlush(t *testing.T) {
@@ -107,7 +158,9 @@ func TestSizeTriggeredFlush(t *testing.T) {
 	// Two batches overflow and are flushed by size; the third is full but
 	// nothing overflows it, so it lingers until Flush.
 	waitFor(t, "two size-triggered batches", func() bool { _, b := sink.snapshot(); return len(b) == 2 })
-	waitFor(t, "all pushes", func() bool { return agg.pushes.Load() >= 3*perBatch+2 })
+	// Several callers may find a batch full before one of them flushes
+	// it, so count the records accepted, not the pushes tried.
+	waitFor(t, "all records pushed", func() bool { return agg.accepted.Load() == 3*perBatch })
 	if _, b := sink.snapshot(); len(b) != 2 {
 		t.Fatalf("batches before Flush: %v", b)
 	}

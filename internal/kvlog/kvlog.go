@@ -277,6 +277,40 @@ func (s *Log) Append(recs []Record, apply func(pos int64)) error { return s.appe
 // earlier one is). For records whose loss in a crash recovery tolerates.
 func (s *Log) Write(recs []Record, apply func(pos int64)) error { return s.append(recs, apply, false) }
 
+// Enqueue queues recs, durable, and returns without waiting for them:
+// wait returns nil once they are durable, or the write's error. Records
+// queued (by Enqueue, Append or Write) one after another by one goroutine
+// are written in that order. There is no apply: the caller publishes the
+// state the records hold before queuing them, so that a compaction
+// snapshot taken while they wait includes it. wait must be called once.
+func (s *Log) Enqueue(recs []Record) (wait func() error, err error) {
+	buf := encodeBatch(nil, recs, s.now())
+	s.mu.RLock()
+	if s.closed || s.acc == nil {
+		s.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	if s.broken != nil {
+		s.mu.RUnlock()
+		return nil, s.broken
+	}
+	pend, err := s.acc.Enqueue(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: true})
+	if err == nil {
+		s.records.Add(int64(len(recs)))
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("kvlog: write internal log: %w", err)
+	}
+	return func() error {
+		if _, err := pend.Wait(context.Background()); err != nil {
+			return fmt.Errorf("kvlog: write internal log: %w", err)
+		}
+		s.maybeCompact(s.records.Load())
+		return nil
+	}, nil
+}
+
 func (s *Log) append(recs []Record, apply func(int64), durable bool) error {
 	buf := encodeBatch(nil, recs, s.now())
 	s.mu.RLock()
@@ -299,13 +333,19 @@ func (s *Log) append(recs []Record, apply func(int64), durable bool) error {
 	if err != nil {
 		return fmt.Errorf("kvlog: write internal log: %w", err)
 	}
+	s.maybeCompact(n)
+	return nil
+}
+
+// maybeCompact compacts the log when it holds n records, more than the
+// minimum and twice as many as are live, and no compaction is running.
+func (s *Log) maybeCompact(n int64) {
 	if n > s.compactMin && n > 2*s.live.Load() && s.compacting.CompareAndSwap(false, true) {
 		defer s.compacting.Store(false)
 		if err := s.compact(); err != nil {
 			s.warn("kvlog: compacting the internal log failed", "dir", s.dir, "err", err)
 		}
 	}
-	return nil
 }
 
 func (s *Log) compact() error {

@@ -39,6 +39,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,8 +75,12 @@ type Config struct {
 	// WriteMarkers writes a COMMIT (commit) or ABORT marker for producer
 	// pid at epoch to every partition of parts and returns once all are
 	// durable. A partition without an open transaction of pid must ignore
-	// the marker; a partition that no longer exists is skipped.
-	WriteMarkers func(pid int64, epoch int16, commit bool, parts []TopicPartition) error
+	// the marker, and so must one whose open transaction of pid has
+	// batches at an epoch above batchEpoch (the epoch of the transaction's
+	// batches): those are a newer transaction's, written after the
+	// decision bumped the epoch (KIP-890). A partition that no longer
+	// exists is skipped.
+	WriteMarkers func(pid int64, epoch int16, commit bool, parts []TopicPartition, batchEpoch int16) error
 	// CommitOffsets durably writes committed offsets for a group, except
 	// for partitions whose current offset was committed after notBeforeMs
 	// (milliseconds; a newer commit wins over a transaction's offsets
@@ -88,11 +93,19 @@ type Config struct {
 	// at or past it belongs to the transaction being added to.
 	EndOffset func(topic string, partition int32) int64
 	// CommittedSince reports whether the partition holds a COMMIT marker of
-	// producer pid at an offset >= from. With EndOffset it lets
-	// EndTxn(commit) write the decision and the markers at the same time:
-	// recovery finishes a commit whose markers are on disk though its
-	// decision is not. Without either, the decision is made durable first.
-	CommittedSince func(pid int64, tp TopicPartition, from int64) (bool, error)
+	// producer pid at an offset >= from, and the epoch of the first one.
+	// With EndOffset it lets EndTxn(commit) write the decision and the
+	// markers at the same time: recovery finishes a commit whose markers
+	// are on disk though its decision is not. Without either, the decision
+	// is made durable first.
+	CommittedSince func(pid int64, tp TopicPartition, from int64) (epoch int16, found bool, err error)
+	// OpenTransactions lists the transactions open on the partitions
+	// (recovery). A transaction version 2 producer's records may become
+	// durable before the coordinator record that implicitly added their
+	// partition (both are written at the same time; the Produce reply
+	// waits for both): recovery adds such partitions to their producer's
+	// transaction again, so that its end writes their markers.
+	OpenTransactions func() []OpenTxn
 	// CheckMember validates a TxnOffsetCommit's group membership (KIP-447):
 	// it returns 0 or a Kafka error code (UNKNOWN_MEMBER_ID,
 	// ILLEGAL_GENERATION, FENCED_INSTANCE_ID). nil accepts every member.
@@ -116,6 +129,20 @@ type entry struct {
 	// nothing may abort it: an abort could leave COMMIT markers on some
 	// partitions and ABORT markers on others.
 	undecided bool
+	// add (guarded by Coordinator.mu) is the last queued record that
+	// implicitly added a partition (CheckProduceAt), until a later
+	// durable record of the id supersedes it: produces to the id's
+	// partitions wait for it before their reply.
+	add *Pending
+}
+
+// OpenTxn is a transaction open on a partition: its producer id, the
+// epoch of its batches and the offset of its first batch.
+type OpenTxn struct {
+	PID   int64
+	Epoch int16
+	TP    TopicPartition
+	First int64
 }
 
 // Coordinator is the transaction coordinator.
@@ -189,7 +216,13 @@ func Open(cfg Config) (*Coordinator, error) {
 		l.Close()
 		return nil, fmt.Errorf("txn: recover state: %w", err)
 	}
+	// Partitions whose implicit add was lost are adopted before recovery
+	// (so that finishing or expiring their transaction reaches them) and
+	// again after it (a transaction that recovery completed may have
+	// records of the id's next one, written at the bumped epoch).
+	c.adoptOpen()
 	c.recover()
+	c.adoptOpen()
 	if cfg.SweepInterval > 0 {
 		go c.sweepLoop()
 	} else {
@@ -232,6 +265,7 @@ func (c *Coordinator) persist(e *entry, t *Txn) error {
 		c.mu.Lock()
 		c.publishLocked(e, t)
 		e.dirty = false
+		e.add = nil // this durable record follows it
 		c.mu.Unlock()
 	})
 }
@@ -328,7 +362,7 @@ func (c *Coordinator) rollForward(e *entry) {
 	}
 	e.undecided = false
 	for i, tp := range t.Partitions {
-		found, err := c.cfg.CommittedSince(t.PID, tp, t.Since[i])
+		mepoch, found, err := c.cfg.CommittedSince(t.PID, tp, t.Since[i])
 		if err != nil {
 			c.cfg.Logger.Error("txn: cannot tell whether an open transaction was being committed; leaving it open, undecided, and retrying",
 				"transactional_id", t.ID, "topic", tp.Topic, "partition", tp.Partition, "err", err)
@@ -340,7 +374,8 @@ func (c *Coordinator) rollForward(e *entry) {
 		}
 		c.cfg.Logger.Info("txn: finishing a commit whose markers were written before its decision",
 			"transactional_id", t.ID, "producer_id", t.PID, "epoch", t.Epoch)
-		if _, err := c.end(e, t, true, t.Epoch); err != nil {
+		// The markers carry the decision's epoch: bumped by an EndTxn v5.
+		if _, err := c.end(e, t, true, max(t.Epoch, mepoch)); err != nil {
 			c.cfg.Logger.Warn("txn: finishing a commit failed; will retry", "transactional_id", t.ID, "err", err)
 			e.undecided = true // the next sweep retries the roll-forward, never an abort
 		}
@@ -435,7 +470,7 @@ func (c *Coordinator) end(e *entry, t *Txn, commit bool, epoch int16) (*Txn, err
 		p.Offsets = nil // staged offsets are dropped with the abort
 	}
 	if epoch != t.Epoch {
-		p.PrevPID, p.PrevEpoch = t.PID, t.Epoch
+		p.PrevPID, p.PrevEpoch, p.Bumped = t.PID, t.Epoch, true
 	}
 	if err := c.persist(e, p); err != nil {
 		return nil, err
@@ -448,27 +483,34 @@ func (c *Coordinator) end(e *entry, t *Txn, commit bool, epoch int16) (*Txn, err
 
 // endOverlapped commits transaction t (Ongoing, see overlaps) writing
 // its PrepareCommit decision and its COMMIT markers at the same time; the
-// staged offsets follow the durable decision. epoch must be t's. e.op
-// must be held. If the decision cannot be made durable the transaction
+// staged offsets follow the durable decision. epoch is the markers' (t's,
+// or t's plus one for an EndTxn v5). e.op must be held. If the decision cannot be made durable the transaction
 // stays PrepareCommit in memory (the sweep, a retried EndTxn or, after a
 // crash, recovery finishes it), since its markers may already be written.
-func (c *Coordinator) endOverlapped(e *entry, t *Txn, _ bool, _ int16) (*Txn, error) {
+func (c *Coordinator) endOverlapped(e *entry, t *Txn, _ bool, epoch int16) (*Txn, error) {
 	p := t.clone()
-	p.State, p.UpdateMs = PrepareCommit, c.cfg.Now().UnixMilli()
+	p.State, p.UpdateMs, p.Epoch = PrepareCommit, c.cfg.Now().UnixMilli(), epoch
+	if epoch != t.Epoch {
+		p.PrevPID, p.PrevEpoch, p.Bumped = t.PID, t.Epoch, true
+	}
 	// Published before the first marker is queued: from here on
 	// CheckProduce refuses the producer's batches, so none lands after a
 	// marker, and the transaction can only be committed.
 	c.mu.Lock()
 	c.publishLocked(e, p)
 	c.mu.Unlock()
-	markers := make(chan error, 1)
-	go func() { markers <- c.writeMarkers(p) }() // joined below, before endOverlapped returns
-	derr := c.log.Append([]kvlog.Record{{Key: recordKey(p.ID), Value: encodeTxn(p)}}, nil)
+	// The decision is queued first and waited for last: the markers are
+	// queued and fsynced meanwhile, on this goroutine.
+	wait, derr := c.log.Enqueue([]kvlog.Record{{Key: recordKey(p.ID), Value: encodeTxn(p)}})
+	merr := c.writeMarkers(p)
+	if derr == nil {
+		derr = wait()
+	}
 	var oerr error
 	if derr == nil && len(p.Offsets) > 0 {
 		oerr = c.commitOffsets(p)
 	}
-	if err := errors.Join(derr, <-markers, oerr); err != nil {
+	if err := errors.Join(derr, merr, oerr); err != nil {
 		return nil, err
 	}
 	if err := c.complete(e, p); err != nil {
@@ -483,7 +525,11 @@ func (c *Coordinator) writeMarkers(p *Txn) error {
 	if len(p.Partitions) == 0 {
 		return nil
 	}
-	if err := c.cfg.WriteMarkers(p.PID, p.Epoch, p.State == PrepareCommit, p.Partitions); err != nil {
+	batchEpoch := p.Epoch
+	if p.Bumped {
+		batchEpoch--
+	}
+	if err := c.cfg.WriteMarkers(p.PID, p.Epoch, p.State == PrepareCommit, p.Partitions, batchEpoch); err != nil {
 		return fmt.Errorf("txn: write markers of %q: %w", p.ID, err)
 	}
 	return nil
@@ -521,7 +567,7 @@ func (c *Coordinator) complete(e *entry, p *Txn) error {
 	if commit {
 		d.State = CompleteCommit
 	}
-	d.Partitions, d.Since, d.Offsets, d.StartMs = nil, nil, nil, -1
+	d.Partitions, d.Since, d.Offsets, d.StartMs, d.Bumped = nil, nil, nil, -1, false
 	// The Complete state need not be in the log before EndTxn answers:
 	// the decision, markers and offsets are durable, and if a crash loses
 	// it recovery finds the Prepare state (or, for a commit whose markers
@@ -538,6 +584,39 @@ func (c *Coordinator) complete(e *entry, p *Txn) error {
 	e.dirty = true
 	c.mu.Unlock()
 	return nil
+}
+
+// adoptOpen adds to their producer's transaction the partitions holding
+// records of the producer's current epoch that the transaction does not
+// list: their implicit add (CheckProduceAt) did not reach the log before
+// a crash, though their records did (neither was acknowledged). The
+// transaction then ends as its producer or the timeout decides, markers
+// on those partitions included.
+func (c *Coordinator) adoptOpen() {
+	if c.cfg.OpenTransactions == nil {
+		return
+	}
+	for _, o := range c.cfg.OpenTransactions() {
+		c.mu.Lock()
+		e := c.byPID[o.PID]
+		c.mu.Unlock()
+		if e == nil {
+			continue
+		}
+		e.op.Lock()
+		t := c.current(e)
+		if t != nil && t.PID == o.PID && t.Epoch == o.Epoch && !e.undecided &&
+			((t.State == Ongoing && !t.has(o.TP)) || t.State == Empty || t.State == CompleteCommit || t.State == CompleteAbort) {
+			c.cfg.Logger.Info("txn: adding a partition whose records are durable but whose implicit add was not",
+				"transactional_id", t.ID, "producer_id", t.PID, "epoch", t.Epoch, "topic", o.TP.Topic, "partition", o.TP.Partition)
+			nt := c.ongoing(t)
+			nt.add(o.TP, o.First)
+			if err := c.persist(e, nt); err != nil {
+				c.cfg.Logger.Error("txn: adding a recovered partition to its transaction failed", "transactional_id", t.ID, "err", err)
+			}
+		}
+		e.op.Unlock()
+	}
 }
 
 // commitOffsets writes the staged offsets of p (PrepareCommit) to their
@@ -565,4 +644,29 @@ func storageCode(err error) int16 {
 		return 0
 	}
 	return kerr.CoordinatorNotAvailable.Code
+}
+
+// Pending is a queued coordinator record a Produce reply waits for (see
+// CheckProduceAt).
+type Pending struct {
+	once sync.Once
+	wait func() error
+	err  error
+	done atomic.Bool
+}
+
+// Done reports whether the record is durable or failed, and Wait has
+// returned for one caller.
+func (p *Pending) Done() bool { return p.done.Load() }
+
+// Wait returns once the record is durable (nil) or failed. Any number of
+// callers may wait.
+func (p *Pending) Wait() error {
+	p.once.Do(func() {
+		if p.err = p.wait(); p.err != nil {
+			p.err = fmt.Errorf("txn: implicitly adding a partition: %w", p.err)
+		}
+		p.done.Store(true)
+	})
+	return p.err
 }

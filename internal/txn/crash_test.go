@@ -25,6 +25,11 @@ type sink struct {
 	ends    map[TopicPartition]int64 // each partition's end offset: one per marker written
 	offsets map[string]map[TopicPartition]int64
 	nextPID int64
+	// open: transactions open on partitions (records written, no marker
+	// yet), producer id → the epoch of their batches; only tests of the
+	// implicit add fill it. A marker whose batch epoch is below an open
+	// transaction's is not written there (a newer transaction's records).
+	open map[TopicPartition]map[int64]int16
 }
 
 type markerCall struct {
@@ -36,7 +41,8 @@ type markerCall struct {
 }
 
 func newSink() *sink {
-	return &sink{offsets: map[string]map[TopicPartition]int64{}, ends: map[TopicPartition]int64{}, nextPID: 1000}
+	return &sink{offsets: map[string]map[TopicPartition]int64{}, ends: map[TopicPartition]int64{}, nextPID: 1000,
+		open: map[TopicPartition]map[int64]int16{}}
 }
 
 func (s *sink) config(fs vfs.FS, now func() time.Time) Config {
@@ -48,33 +54,49 @@ func (s *sink) config(fs vfs.FS, now func() time.Time) Config {
 			s.nextPID++
 			return s.nextPID, nil
 		},
-		WriteMarkers: func(pid int64, epoch int16, commit bool, parts []TopicPartition) error {
+		WriteMarkers: func(pid int64, epoch int16, commit bool, parts []TopicPartition, batchEpoch int16) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			m := markerCall{pid, epoch, commit, append([]TopicPartition(nil), parts...), make([]int64, len(parts))}
-			for i, tp := range parts {
-				m.at[i] = s.ends[tp]
+			m := markerCall{pid: pid, epoch: epoch, commit: commit}
+			for _, tp := range parts {
+				if be, ok := s.open[tp][pid]; ok && be > batchEpoch {
+					continue // a newer transaction's records
+				}
+				delete(s.open[tp], pid)
+				m.parts = append(m.parts, tp)
+				m.at = append(m.at, s.ends[tp])
 				s.ends[tp]++
 			}
 			s.markers = append(s.markers, m)
 			return nil
+		},
+		OpenTransactions: func() []OpenTxn {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			var out []OpenTxn
+			for tp, m := range s.open {
+				for pid, ep := range m {
+					out = append(out, OpenTxn{PID: pid, Epoch: ep, TP: tp, First: s.ends[tp] - 1})
+				}
+			}
+			return out
 		},
 		EndOffset: func(topic string, partition int32) int64 {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			return s.ends[TopicPartition{topic, partition}]
 		},
-		CommittedSince: func(pid int64, tp TopicPartition, from int64) (bool, error) {
+		CommittedSince: func(pid int64, tp TopicPartition, from int64) (int16, bool, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			for _, m := range s.markers {
 				for i, p := range m.parts {
 					if m.pid == pid && m.commit && p == tp && m.at[i] >= from {
-						return true, nil
+						return m.epoch, true, nil
 					}
 				}
 			}
-			return false, nil
+			return 0, false, nil
 		},
 		CommitOffsets: func(group string, offs []Offset, _ int64) error {
 			s.mu.Lock()
@@ -405,9 +427,9 @@ func TestUndecidedAfterRecovery(t *testing.T) {
 	var unreadable atomic.Bool
 	unreadable.Store(true)
 	committedSince := cfg.CommittedSince
-	cfg.CommittedSince = func(pid int64, tp TopicPartition, from int64) (bool, error) {
+	cfg.CommittedSince = func(pid int64, tp TopicPartition, from int64) (int16, bool, error) {
 		if unreadable.Load() {
-			return false, syscall.EIO
+			return 0, false, syscall.EIO
 		}
 		return committedSince(pid, tp, from)
 	}

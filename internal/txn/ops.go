@@ -2,7 +2,9 @@ package txn
 
 import (
 	"math"
+
 	"slices"
+	"sluice/internal/kvlog"
 	"sort"
 	"time"
 
@@ -244,6 +246,18 @@ func (c *Coordinator) AddOffsets(id string, pid int64, epoch int16, group string
 // member id skip the check). It returns a top-level code (applied to
 // every offset) and a code per offset.
 func (c *Coordinator) CommitOffsets(id, group string, pid int64, epoch int16, generation int32, memberID string, instanceID *string, offs []Offset) []int16 {
+	return c.commitOffsets2(id, group, pid, epoch, generation, memberID, instanceID, offs, false)
+}
+
+// CommitOffsetsAdding is CommitOffsets for TxnOffsetCommit v5+ (KIP-890
+// transaction version 2): the group is added to the transaction, which
+// starts if none is ongoing, as AddOffsetsToTxn would, in the same
+// record as the offsets.
+func (c *Coordinator) CommitOffsetsAdding(id, group string, pid int64, epoch int16, generation int32, memberID string, instanceID *string, offs []Offset) []int16 {
+	return c.commitOffsets2(id, group, pid, epoch, generation, memberID, instanceID, offs, true)
+}
+
+func (c *Coordinator) commitOffsets2(id, group string, pid int64, epoch int16, generation int32, memberID string, instanceID *string, offs []Offset, addGroup bool) []int16 {
 	codes := make([]int16, len(offs))
 	all := func(code int16) []int16 {
 		for i := range codes {
@@ -259,7 +273,10 @@ func (c *Coordinator) CommitOffsets(id, group string, pid int64, epoch int16, ge
 		return all(code)
 	}
 	defer e.op.Unlock()
-	if _, ok := t.Offsets[group]; !ok || t.State != Ongoing {
+	if group == "" {
+		return all(kerr.InvalidGroupID.Code)
+	}
+	if _, ok := t.Offsets[group]; (!ok || t.State != Ongoing) && !addGroup {
 		return all(codeBadState) // AddOffsetsToTxn was not called for this group
 	}
 	if c.cfg.CheckMember != nil && (memberID != "" || generation >= 0) {
@@ -267,7 +284,13 @@ func (c *Coordinator) CommitOffsets(id, group string, pid int64, epoch int16, ge
 			return all(code)
 		}
 	}
-	nt := t.clone()
+	nt := c.ongoing(t)
+	if _, ok := nt.Offsets[group]; !ok {
+		if nt.Offsets == nil {
+			nt.Offsets = map[string][]Offset{}
+		}
+		nt.Offsets[group] = []Offset{}
+	}
 	n := 0
 	for i, o := range offs {
 		if o.Partition < 0 || (c.cfg.PartitionExists != nil && !c.cfg.PartitionExists(o.Topic, o.Partition)) {
@@ -287,20 +310,55 @@ func (c *Coordinator) CommitOffsets(id, group string, pid int64, epoch int16, ge
 }
 
 // EndTxn commits or aborts id's transaction and returns once its markers
-// (and, on commit, its offsets) are durable.
+// (and, on commit, its offsets) are durable (EndTxn v0-4: the epoch stays).
 func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool) int16 {
+	_, _, code := c.endTxn(id, pid, epoch, commit, false)
+	return code
+}
+
+// EndTxnV2 is EndTxn for EndTxn v5+ (KIP-890 transaction version 2): the
+// decision bumps the epoch (the markers carry the new one, fencing every
+// batch of the old), and the producer id and epoch to use next are
+// returned: the same id at epoch+1, or a new id at epoch 0 once the epoch
+// is exhausted. Aborting with no transaction ongoing bumps the epoch too.
+// A retry of an EndTxn whose answer was lost (the previous id and epoch)
+// gets the same answer.
+func (c *Coordinator) EndTxnV2(id string, pid int64, epoch int16, commit bool) (int64, int16, int16) {
+	return c.endTxn(id, pid, epoch, commit, true)
+}
+
+func (c *Coordinator) endTxn(id string, pid int64, epoch int16, commit, v2 bool) (int64, int16, int16) {
 	e := c.entryFor(id, false)
 	if e == nil {
 		if c.isClosed() {
-			return codeNotAvailable
+			return -1, -1, codeNotAvailable
 		}
-		return codeMapping
+		return -1, -1, codeMapping
 	}
 	e.op.Lock()
 	defer e.op.Unlock()
 	t := c.current(e)
 	if code := checkProducer(t, pid, epoch); code != 0 {
-		return code
+		if !v2 || t == nil || t.PrevPID != pid || t.PrevEpoch != epoch {
+			return -1, -1, code
+		}
+		// A retry of the EndTxn v5 that bumped the epoch.
+		switch t.State {
+		case PrepareCommit, PrepareAbort:
+			if (t.State == PrepareCommit) != commit {
+				return -1, -1, codeBadState
+			}
+			if err := c.finish(e, t); err != nil {
+				return -1, -1, codeConcurrent
+			}
+			return c.next(e, pid, epoch)
+		case CompleteCommit, CompleteAbort:
+			if (t.State == CompleteCommit) != commit {
+				return -1, -1, codeBadState
+			}
+			return c.next(e, pid, epoch)
+		}
+		return -1, -1, code
 	}
 	switch t.State {
 	case Ongoing:
@@ -308,60 +366,189 @@ func (c *Coordinator) EndTxn(id string, pid int64, epoch int16, commit bool) int
 			// Its commit may have written markers already (recovery could
 			// not read a partition yet): only a commit is safe until the
 			// sweep has looked again.
-			return codeConcurrent
+			return -1, -1, codeConcurrent
 		}
 		end := c.end
 		if commit && c.overlaps(t) {
 			end = c.endOverlapped
 		}
-		if _, err := end(e, t, commit, t.Epoch); err != nil {
+		mepoch := t.Epoch
+		if v2 {
+			mepoch++ // at most MaxInt16: producers' epochs stay below MaxInt16-1
+		}
+		if _, err := end(e, t, commit, mepoch); err != nil {
 			c.cfg.Logger.Warn("txn: ending a transaction failed", "transactional_id", id, "commit", commit, "err", err)
 			if cur := c.current(e); cur.State == PrepareAbort || cur.State == PrepareCommit {
-				return codeConcurrent // decided; the sweep completes it
+				return -1, -1, codeConcurrent // decided; the sweep completes it
 			}
-			return codeNotAvailable
+			return -1, -1, codeNotAvailable
 		}
-		return 0
+		if v2 {
+			return c.next(e, pid, epoch)
+		}
+		return -1, -1, 0
 	case PrepareCommit, PrepareAbort:
 		if (t.State == PrepareCommit) != commit {
-			return codeBadState
+			return -1, -1, codeBadState
 		}
 		if err := c.finish(e, t); err != nil {
-			return codeConcurrent
+			return -1, -1, codeConcurrent
 		}
-		return 0
-	case CompleteCommit:
-		if commit {
-			return 0 // a retry
+		if v2 {
+			return c.next(e, pid, epoch)
 		}
-	case CompleteAbort:
-		if !commit {
-			return 0
+		return -1, -1, 0
+	case Empty, CompleteCommit, CompleteAbort:
+		if v2 && !commit {
+			// KIP-890: an abort with nothing ongoing succeeds and bumps
+			// the epoch, fencing whatever the old one might still send.
+			nt := t.clone()
+			nt.State, nt.PrevPID, nt.PrevEpoch = CompleteAbort, t.PID, t.Epoch
+			var err error
+			if nt.PID, nt.Epoch, err = c.bumped(t.PID, t.Epoch); err != nil {
+				return -1, -1, codeNotAvailable
+			}
+			if err := c.persist(e, nt); err != nil {
+				return -1, -1, storageCode(err)
+			}
+			return nt.PID, nt.Epoch, 0
+		}
+		if t.State == CompleteCommit && commit || t.State == CompleteAbort && !commit {
+			return -1, -1, 0 // a retry (EndTxn v0-4)
 		}
 	}
-	return codeBadState
+	return -1, -1, codeBadState
+}
+
+// next returns the producer id and epoch after an EndTxn v5 of (pid,
+// epoch), whose decision bumped the epoch: the current ones, or, when the
+// epoch can no longer grow, a new producer id at epoch 0, made durable
+// first. e.op must be held.
+func (c *Coordinator) next(e *entry, pid int64, epoch int16) (int64, int16, int16) {
+	t := c.current(e)
+	if t.Epoch < math.MaxInt16-1 {
+		return t.PID, t.Epoch, 0
+	}
+	newPID, err := c.cfg.AllocPID()
+	if err != nil {
+		c.cfg.Logger.Error("txn: reserving a producer id failed", "err", err)
+		return -1, -1, codeNotAvailable
+	}
+	nt := t.clone()
+	nt.PID, nt.Epoch, nt.PrevPID, nt.PrevEpoch = newPID, 0, pid, epoch
+	if err := c.persist(e, nt); err != nil {
+		return -1, -1, storageCode(err)
+	}
+	return nt.PID, nt.Epoch, 0
 }
 
 // CheckProduce validates a transactional batch of producer pid at epoch
 // for a partition: the producer must be the current incarnation of its
 // transactional id and the partition added to its ongoing transaction.
-// The broker calls it on the partition's acceptor goroutine, serialized
-// with the markers, so no batch can land after its transaction's marker.
 func (c *Coordinator) CheckProduce(pid int64, epoch int16, topic string, partition int32) int16 {
+	code, _ := c.CheckProduceAt(pid, epoch, topic, partition, -1, false)
+	return code
+}
+
+// CheckProduceAt is CheckProduce for a batch that would be written at
+// offset base. The broker calls it on the partition's acceptor goroutine,
+// serialized with the markers, so no batch can land after its
+// transaction's marker.
+//
+// With implicit (Produce v12+, KIP-890 transaction version 2), a
+// partition not in the transaction is added to it, starting one when
+// none is ongoing: the new state is published at once (later batches and
+// the transaction's end see the partition) and its record queued on the
+// coordinator's log, which fsyncs it while the partition fsyncs the
+// batch. The returned Pending, when not nil, is that record (or an
+// earlier add of the id still in flight): the Produce reply must wait for
+// it as well as for the batch. A crash that keeps the batch and loses the
+// record leaves an open transaction on the partition that recovery adds
+// back (Config.OpenTransactions). The add is refused with
+// CONCURRENT_TRANSACTIONS (retriable) while another operation of the id
+// is running.
+func (c *Coordinator) CheckProduceAt(pid int64, epoch int16, topic string, partition int32, base int64, implicit bool) (int16, *Pending) {
+	tp := TopicPartition{topic, partition}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e := c.byPID[pid]
 	if e == nil || e.t == nil || e.t.PID != pid {
-		return codeMapping
+		c.mu.Unlock()
+		return codeMapping, nil
 	}
 	t := e.t
 	switch {
 	case epoch != t.Epoch:
-		return codeBadEpoch
-	case t.State != Ongoing || !t.has(TopicPartition{topic, partition}):
-		return codeBadState
+		c.mu.Unlock()
+		return codeBadEpoch, nil
+	case t.State == Ongoing && t.has(tp):
+		add := e.add
+		c.mu.Unlock()
+		if add != nil {
+			return 0, add
+		}
+		return 0, nil
+	case !implicit || t.State == PrepareCommit || t.State == PrepareAbort:
+		c.mu.Unlock()
+		return codeBadState, nil
+	case !e.op.TryLock():
+		// Lock order is e.op before c.mu; TryLock does not wait.
+		c.mu.Unlock()
+		return codeConcurrent, nil
 	}
-	return 0
+	defer e.op.Unlock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return codeNotAvailable, nil
+	case e.undecided:
+		c.mu.Unlock()
+		return codeConcurrent, nil
+	}
+	nt := c.ongoing(t)
+	nt.add(tp, base)
+	nt.UpdateMs = c.cfg.Now().UnixMilli()
+	c.publishLocked(e, nt)
+	dirty := e.dirty
+	e.dirty = false
+	c.mu.Unlock()
+	// Queued while e.op is held: no other record of the id can be
+	// queued before it and derived from the state before it.
+	wait, err := c.log.Enqueue([]kvlog.Record{{Key: recordKey(nt.ID), Value: encodeTxn(nt)}})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		// Nothing derived from nt meanwhile (e.op is held, and other
+		// partitions' checks do not look at this one): take it back.
+		c.publishLocked(e, t)
+		e.dirty = dirty
+		c.cfg.Logger.Warn("txn: implicitly adding a partition failed", "transactional_id", nt.ID, "topic", topic, "partition", partition, "err", err)
+		return storageCode(err), nil
+	}
+	e.add = &Pending{wait: wait}
+	return 0, e.add
+}
+
+// VerifyPartitions reports, per partition, whether it is in id's ongoing
+// transaction of producer pid at epoch (AddPartitionsToTxn v4+ with
+// VerifyOnly): 0, or the producer's error, or INVALID_TXN_STATE.
+func (c *Coordinator) VerifyPartitions(id string, pid int64, epoch int16, parts []TopicPartition) []int16 {
+	codes := make([]int16, len(parts))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var t *Txn
+	if e := c.byID[id]; e != nil {
+		t = e.t
+	}
+	code := checkProducer(t, pid, epoch)
+	for i, tp := range parts {
+		switch {
+		case code != 0:
+			codes[i] = code
+		case t.State != Ongoing || !t.has(tp):
+			codes[i] = codeBadState
+		}
+	}
+	return codes
 }
 
 // PendingOffset reports whether an unfinished transaction has staged an

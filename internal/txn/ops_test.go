@@ -110,7 +110,7 @@ func TestTransactionErrors(t *testing.T) {
 	// A marker failure: the decision stands (CONCURRENT_TRANSACTIONS, the
 	// partition refuses the producer), the sweep completes it later.
 	failing := errors.New("disk gone")
-	c.cfg.WriteMarkers = func(int64, int16, bool, []TopicPartition) error { return failing }
+	c.cfg.WriteMarkers = func(int64, int16, bool, []TopicPartition, int16) error { return failing }
 	if code := c.EndTxn("a", pid, ep, true); code != codeConcurrent {
 		t.Fatalf("EndTxn with failing markers: %d", code)
 	}

@@ -80,6 +80,12 @@ type Txn struct {
 	PrevPID   int64 `json:"prev_pid"`
 	PrevEpoch int16 `json:"prev_epoch"`
 	State     State `json:"state"`
+	// Bumped (Prepare states): the decision raised Epoch by one over the
+	// epoch the transaction's batches carry (an EndTxn v5, a fencing or
+	// timeout abort), so a partition whose open transaction of PID has
+	// batches at Epoch belongs to a newer transaction and its marker is
+	// not written there.
+	Bumped    bool  `json:"bumped,omitempty"`
 	TimeoutMs int32 `json:"timeout_ms"`
 	// Partitions added to the ongoing transaction, sorted.
 	Partitions []TopicPartition `json:"partitions,omitempty"`
@@ -168,9 +174,14 @@ func (t *Txn) stage(group string, o Offset) {
 }
 
 // Record format of the coordinator's log: the key is "txn\x00" followed
-// by the transactional id; the value is the Txn as JSON with a version
-// field. The latest record of a key is the id's state.
-const recordVersion = 1
+// by the transactional id; the value is the Txn in the binary format of
+// encodeTxn (first byte recordVersion). The latest record of a key is the
+// id's state. Logs written before the binary format hold JSON values
+// ('{' first, with a "v":1 field); decodeTxn reads both.
+const (
+	recordVersion     = 2
+	jsonRecordVersion = 1
+)
 
 func recordKey(id string) []byte { return append([]byte("txn\x00"), id...) }
 
@@ -179,28 +190,34 @@ type recordValue struct {
 	*Txn
 }
 
-func encodeTxn(t *Txn) []byte {
-	b, err := json.Marshal(recordValue{V: recordVersion, Txn: t})
-	if err != nil {
-		panic("txn: encoding a state record: " + err.Error()) // only plain types: cannot fail
-	}
-	return b
-}
-
 func decodeTxn(key, value []byte) (*Txn, error) {
 	id, ok := strings.CutPrefix(string(key), "txn\x00")
 	if !ok {
 		return nil, fmt.Errorf("txn: state record key %q has no txn prefix", key)
 	}
-	v := recordValue{Txn: new(Txn)}
-	if err := json.Unmarshal(value, &v); err != nil {
-		return nil, fmt.Errorf("txn: state record of %q: %w", id, err)
+	var t *Txn
+	switch {
+	case len(value) > 0 && value[0] == '{':
+		v := recordValue{Txn: new(Txn)}
+		if err := json.Unmarshal(value, &v); err != nil {
+			return nil, fmt.Errorf("txn: state record of %q: %w", id, err)
+		}
+		if v.V != jsonRecordVersion {
+			return nil, fmt.Errorf("txn: JSON state record of %q has version %d; this Sluice reads %d", id, v.V, jsonRecordVersion)
+		}
+		t = v.Txn
+	case len(value) > 0 && value[0] == recordVersion:
+		var err error
+		if t, err = decodeBinary(id, value[1:]); err != nil {
+			return nil, fmt.Errorf("txn: state record of %q: %w", id, err)
+		}
+	case len(value) > 0:
+		return nil, fmt.Errorf("txn: state record of %q has version %d; this Sluice reads %d and JSON records", id, value[0], recordVersion)
+	default:
+		return nil, fmt.Errorf("txn: state record of %q is empty", id)
 	}
-	if v.V != recordVersion {
-		return nil, fmt.Errorf("txn: state record of %q has version %d; this Sluice reads %d", id, v.V, recordVersion)
+	if t.ID != id || t.State < Empty || t.State > CompleteAbort {
+		return nil, fmt.Errorf("txn: state record of %q is inconsistent (id %q, state %d)", id, t.ID, t.State)
 	}
-	if v.ID != id || v.State < Empty || v.State > CompleteAbort {
-		return nil, fmt.Errorf("txn: state record of %q is inconsistent (id %q, state %d)", id, v.ID, v.State)
-	}
-	return v.Txn, nil
+	return t, nil
 }

@@ -7,6 +7,12 @@
 //	go build -o /tmp/sluice ./cmd/sluice
 //	go build -o /tmp/kfakeserver ./tools/kfakeserver
 //	go run ./tools/benchcompare --sluice /tmp/sluice --kfake /tmp/kfakeserver --rounds 3
+//
+// --baseline adds a second Sluice binary (an earlier build) as broker
+// sluice-before, interleaved with the others, and --brokers keeps only
+// the named brokers. On a disk where consecutive heavy runs alternate in
+// speed, a broker's slot in the round matters: swap the binaries and
+// run again before reading a difference into a before/after pair.
 package main
 
 import (
@@ -54,6 +60,8 @@ func main() {
 	kfakeBin := flag.String("kfake", "", "kfakeserver binary (go build ./tools/kfakeserver)")
 	rounds := flag.Int("rounds", 3, "runs of each workload on each broker (interleaved)")
 	only := flag.String("workloads", "", "comma-separated workload names (default all)")
+	baseline := flag.String("baseline", "", "a second sluice binary (an earlier build), run as broker sluice-before beside --sluice")
+	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all): sluice, sluice-before, kfake-mem, kfake-sync")
 	flag.Parse()
 	if *sluiceBin == "" || *kfakeBin == "" {
 		fmt.Fprintln(os.Stderr, "benchcompare: --sluice and --kfake are required")
@@ -69,6 +77,20 @@ func main() {
 		{"kfake-sync", func(_, dir string, port int) *exec.Cmd {
 			return exec.Command(*kfakeBin, "--port", fmt.Sprint(port), "--data-dir", dir, "--sync")
 		}},
+	}
+	if *baseline != "" {
+		kinds = append(kinds[:1], append([]brokerKind{{"sluice-before", func(_, dir string, port int) *exec.Cmd {
+			return exec.Command(*baseline, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
+		}}}, kinds[1:]...)...)
+	}
+	if *brokers != "" {
+		var keep []brokerKind
+		for _, k := range kinds {
+			if slices.Contains(strings.Split(*brokers, ","), k.name) {
+				keep = append(keep, k)
+			}
+		}
+		kinds = keep
 	}
 	sel := workloads
 	if *only != "" {
