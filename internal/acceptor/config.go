@@ -103,6 +103,10 @@ type WAL interface {
 	Sync(pos uint64) error
 	// Checkpoint says the partition's log is fsynced below end.
 	Checkpoint(end int64)
+	// Alone reports whether this partition was the only one in the
+	// WAL's last group commit: its cycles then fsync the segment
+	// directly (always safe), until other partitions write again.
+	Alone() bool
 	// Behind reports whether the WAL wants this partition to
 	// checkpoint now (it holds old segments with its entries).
 	Behind() bool

@@ -439,11 +439,12 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 }
 
 // toWAL hands the bytes just written to the log (offsets first up to
-// end) to the WAL, while the cycle stays small; a large one is
-// fsynced in the segment directly, which covers every earlier byte of the
-// file too.
+// end) to the WAL, while the cycle stays small and other partitions
+// write too; a large cycle, or one of a partition writing alone, is
+// fsynced in the segment directly, which covers every earlier byte of
+// the file too.
 func (r *runState) toWAL(first, end int64, b []byte) {
-	if r.direct || r.syncBytes+len(b) > r.cfg.WALMaxCycle {
+	if r.direct || r.syncBytes+len(b) > r.cfg.WALMaxCycle || r.cfg.WAL.Alone() {
 		r.direct = true
 		return
 	}

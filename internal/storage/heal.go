@@ -73,6 +73,13 @@ func (l *Log) Recover(keepUnsynced bool) error {
 			dirty = true
 		}
 	}
+	// A disk that still fails leaves the log as it is: readers keep
+	// reading what they could (with a write-ahead log, acknowledged
+	// bytes past the log's own last fsync), rather than lose it to a cut
+	// that the sync after it would not make durable anyway.
+	if err := a.file.Sync(); err != nil {
+		return fmt.Errorf("storage: recover %s: the disk still fails: %w", a.path, err)
+	}
 	// The kept bytes are rescanned and published before the file is cut,
 	// so that a reader never looks for a batch past the end of the file.
 	s := newSegment(l.dir, a.base, a.file)

@@ -117,6 +117,10 @@ type WAL struct {
 	prepDone chan struct{}
 	stopOnce sync.Once
 	firstSeq uint64 // the sequence number of this run's first segment
+	// soloKey is the one key whose entries the last round wrote, when
+	// it wrote only one key's (solo); guarded by mu.
+	soloKey Key
+	solo    bool
 	prepping bool   // guarded by mu: the preparer was started (at the first entry)
 }
 
@@ -251,6 +255,16 @@ func (w *WAL) lead() {
 	err := w.flush(buf, metas)
 
 	w.mu.Lock()
+	w.solo = len(metas) > 0
+	for i := range metas {
+		if metas[i].key != metas[0].key {
+			w.solo = false
+			break
+		}
+	}
+	if w.solo {
+		w.soloKey = metas[0].key
+	}
 	w.spare, w.spareMeta = buf[:0], metas[:0]
 	if err != nil {
 		w.fails = append(w.fails, failRange{from: from, to: r.target, err: err})
@@ -696,6 +710,16 @@ func (h *Handle) Sync(pos uint64) error { return h.w.Sync(Pos(pos)) }
 
 // Checkpoint says the key's log is fsynced below end.
 func (h *Handle) Checkpoint(end int64) { h.w.Checkpoint(h.k, end) }
+
+// Alone reports whether the WAL's last round carried this key's entries
+// and no other's: the partition is the only one writing, and its own
+// segment's fsync costs it less than the WAL's write and fsync on top of
+// its segment write.
+func (h *Handle) Alone() bool {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return h.w.solo && h.w.soloKey == h.k
+}
 
 // Behind reports whether the key should checkpoint now (see WAL.Behind).
 func (h *Handle) Behind() bool { return h.w.Behind(h.k) }

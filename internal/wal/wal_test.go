@@ -264,3 +264,36 @@ func TestFailedRoundFailsItsWaiters(t *testing.T) {
 		t.Fatalf("after the failure: %v", err)
 	}
 }
+
+// TestAlone: a key is alone after a round that carried its entries and no
+// other's, and no longer once a round carries another key's.
+func TestAlone(t *testing.T) {
+	w, _ := open(t, vfs.NewMem(), 1<<20)
+	defer w.Close()
+	a, b := w.For(key(1)), w.For(key(2))
+	sync := func(h *Handle, first int64) {
+		t.Helper()
+		p, err := h.Append(first, first+1, batches(first, 1, first))
+		if err == nil {
+			err = h.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.Alone() {
+		t.Fatal("alone before any round")
+	}
+	sync(a, 0)
+	if !a.Alone() || b.Alone() {
+		t.Fatalf("after a round of key 1 only: alone %v, %v; want true, false", a.Alone(), b.Alone())
+	}
+	pa, _ := a.Append(1, 2, batches(1, 1, 1))
+	pb, _ := b.Append(0, 1, batches(0, 1, 2))
+	if err := w.Sync(max(Pos(pa), Pos(pb))); err != nil {
+		t.Fatal(err)
+	}
+	if a.Alone() || b.Alone() {
+		t.Fatal("a round of two keys left one alone")
+	}
+}
