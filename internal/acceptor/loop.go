@@ -248,9 +248,9 @@ func (r *runState) idle() bool {
 	}
 	if !r.prepared {
 		r.prepared = true
-		if r.lastBytes > preallocMaxSync || r.cfg.WAL != nil {
-			// With a WAL the segment's fsyncs run in the background:
-			// zeros ahead would only add I/O.
+		if r.lastBytes > preallocMaxSync || r.syncWAL {
+			// After a WAL sync the segment's fsyncs run in the
+			// background: zeros ahead would only add I/O.
 			return false // large writes: the fsync is mostly data, zeros would double the I/O
 		}
 		// A failure to write the zeros (a full disk) leaves the log

@@ -119,9 +119,9 @@ type WAL struct {
 	firstSeq uint64 // the sequence number of this run's first segment
 	// soloKey is the one key whose entries the last round wrote, when
 	// it wrote only one key's (solo); guarded by mu.
-	soloKey Key
-	solo    bool
-	prepping bool   // guarded by mu: the preparer was started (at the first entry)
+	soloKey  Key
+	solo     bool
+	prepping bool // guarded by mu: the preparer was started (at the first entry)
 }
 
 // Open opens (creating if needed) the WAL in o.Dir and reads the
