@@ -444,7 +444,7 @@ func testEIOThenHealthy(t *testing.T, wal bool) {
 // tmpfs mounted for the test (skipped where mounting is not permitted).
 func TestDiskFullTmpfs(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=8m"); err != nil {
 		if os.Getenv("CI") == "true" && !errors.Is(err, syscall.EPERM) {
 			t.Fatalf("mount tmpfs: %v", err)
 		}
@@ -461,8 +461,11 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if err := b.CreateTopic(context.Background(), topic, 3, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The filler frees room enough, once removed, for the healed
+	// partitions' zeros ahead (up to 256 KiB each), their batches and the
+	// write-ahead log's copy of them.
 	filler := filepath.Join(dir, "filler")
-	if err := os.WriteFile(filler, make([]byte, 1<<20), 0o644); err != nil {
+	if err := os.WriteFile(filler, make([]byte, 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c := dialRaw(t, b.Addr())
