@@ -978,3 +978,34 @@ func TestSharedSyncSlots(t *testing.T) {
 		t.Fatalf("%d sync slots still held after both fsyncs", len(slots))
 	}
 }
+
+// TestCoalescingGrowsBuffer: a cycle starts in a small buffer and moves
+// its bytes to a full-size one when its appends outgrow it, with no write
+// in between: forty ~5 KiB appends (about 200 KiB) coalesce into one
+// write, byte for byte.
+func TestCoalescingGrowsBuffer(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.BufferSize = 256 << 10 })
+	entered, release := fx.gateAppends()
+	ctx := context.Background()
+	r0, o0 := mkReq(1, 1000, 0, true)
+	calls := []*call{goAppend(ctx, fx.a, r0, o0)}
+	expect(t, entered, "append")
+	total := 0
+	for i := range 40 {
+		r, o := mkReq(2, 2500, int64(i+1), true)
+		total += len(r.Batches)
+		calls = append(calls, queueAppend(t, ctx, fx.a, r, o))
+	}
+	if total <= smallBufSize {
+		t.Fatalf("the appends hold %d bytes: they must outgrow the %d-byte small buffer", total, smallBufSize)
+	}
+	release()
+	for _, c := range calls {
+		c.wait(t)
+	}
+	ops, data, _ := fx.f.snapshot()
+	checkData(t, data, calls...)
+	if _, batches := appendOps(ops); fmt.Sprint(batches) != "[1 40]" {
+		t.Fatalf("batches per write = %v, want [1 40] (the grown buffer written once)", batches)
+	}
+}

@@ -28,7 +28,7 @@ type runState struct {
 	walPos    uint64
 	direct    bool
 
-	buf       []byte         // coalescing buffer, capacity cfg.BufferSize, from bufPool while it holds bytes; nil otherwise
+	buf       []byte         // coalescing buffer, from bufPools while it holds bytes (small, then full-size if the cycle outgrows it); nil otherwise
 	bufp      *[]byte        // the pool's handle on buf
 	bufHdrs   []batch.Header // headers of the batches in buf, in order
 	scratch   []batch.Header // headers of a request the acceptor parsed itself
@@ -90,31 +90,62 @@ func (r *runState) init(a *Acceptor) {
 // mostly data and writing zeros first would only double the I/O.
 const preallocMaxSync = 64 << 10
 
-// bufPool holds coalescing buffers between uses, shared by every
-// acceptor: a partition holds one only while appends are being coalesced,
-// so memory follows the partitions busy at the moment, not all of them.
-var bufPool sync.Pool // of *[]byte
+// Coalescing buffers come in two sizes: a cycle starts in a small one
+// and moves to a full one (Config.BufferSize) only if its appends
+// outgrow it. With many partitions each cycle holds a few KiB per
+// partition, so the memory held follows the bytes being coalesced, not
+// the number of partitions busy at once.
+const smallBufSize = 64 << 10
 
-// takeBuf gives the run goroutine an empty coalescing buffer.
-func (r *runState) takeBuf() {
+// bufPools hold coalescing buffers between uses, shared by every
+// acceptor: [0] the small ones, [1] the full ones (whose capacity is the
+// acceptor's BufferSize; one of another size is dropped). A partition
+// holds one only while appends are being coalesced.
+var bufPools [2]sync.Pool // of *[]byte
+
+// takeBuf gives the run goroutine an empty coalescing buffer with room
+// for at least need bytes (need <= BufferSize).
+func (r *runState) takeBuf(need int) {
 	if r.buf != nil {
 		return
 	}
-	if p, ok := bufPool.Get().(*[]byte); ok && cap(*p) == r.cfg.BufferSize {
+	size, pool := r.cfg.BufferSize, &bufPools[1]
+	if need <= smallBufSize && smallBufSize < size {
+		size, pool = smallBufSize, &bufPools[0]
+	}
+	if p, ok := pool.Get().(*[]byte); ok && cap(*p) == size {
 		r.buf, r.bufp = (*p)[:0], p
 		return
 	}
-	r.buf = make([]byte, 0, r.cfg.BufferSize)
+	r.buf = make([]byte, 0, size)
 	r.bufp = new([]byte)
 }
 
-// dropBuf returns the (written) coalescing buffer to the pool.
+// growBuf moves the buffer's bytes to a full-size buffer when the next
+// need bytes would not fit.
+func (r *runState) growBuf(need int) {
+	if len(r.buf)+need <= cap(r.buf) {
+		return
+	}
+	old, oldp := r.buf, r.bufp
+	r.buf, r.bufp = nil, nil
+	r.takeBuf(r.cfg.BufferSize)
+	r.buf = append(r.buf, old...)
+	*oldp = old[:0]
+	bufPools[0].Put(oldp)
+}
+
+// dropBuf returns the (written) coalescing buffer to its pool.
 func (r *runState) dropBuf() {
 	if r.buf == nil {
 		return
 	}
 	*r.bufp = r.buf[:0]
-	bufPool.Put(r.bufp)
+	if cap(r.buf) == r.cfg.BufferSize {
+		bufPools[1].Put(r.bufp)
+	} else {
+		bufPools[0].Put(r.bufp)
+	}
 	r.buf, r.bufp = nil, nil
 }
 
@@ -367,7 +398,8 @@ func (r *runState) handle(w *waiter) {
 			r.release(w, r.failed)
 			return
 		}
-		r.takeBuf()
+		r.takeBuf(n)
+		r.growBuf(n)
 		r.buf = append(r.buf, req.Batches...)
 		r.bufHdrs = append(r.bufHdrs, hs...)
 		r.freed(w)
