@@ -48,6 +48,13 @@ var (
 	descPSize      = prometheus.NewDesc("sluice_partition_log_size_bytes", "Bytes of the partition's log.", partLabels, nil)
 	descPSegments  = prometheus.NewDesc("sluice_partition_log_segments", "Segment files of the partition's log.", partLabels, nil)
 
+	descWALRounds  = prometheus.NewDesc("sluice_wal_rounds_total", "Group commits of the shared write-ahead log: one write and one fdatasync for every partition's appends queued meanwhile.", nil, nil)
+	descWALFailed  = prometheus.NewDesc("sluice_wal_failed_rounds_total", "Write-ahead log rounds whose write or fdatasync failed (their partitions failed and heal).", nil, nil)
+	descWALEntries = prometheus.NewDesc("sluice_wal_entries_total", "Entries (one partition's coalesced appends, or a truncation) written to the write-ahead log.", nil, nil)
+	descWALBytes   = prometheus.NewDesc("sluice_wal_bytes_total", "Bytes written to the write-ahead log.", nil, nil)
+	descWALSeconds = prometheus.NewDesc("sluice_wal_round_seconds_total", "Time spent writing and syncing write-ahead log rounds; divided by the rounds, the mean round.", nil, nil)
+	descWALSize    = prometheus.NewDesc("sluice_wal_size_bytes", "Bytes of write-ahead log segment files held (freed once partitions checkpoint).", nil, nil)
+
 	descGMembers  = prometheus.NewDesc("sluice_group_members", "Members of the consumer group.", []string{"group"}, nil)
 	descGLagTotal = prometheus.NewDesc("sluice_group_lag_total", "Sum of the group's lag over its committed partitions.", []string{"group"}, nil)
 	descGTopicLag = prometheus.NewDesc("sluice_group_topic_lag", "The group's lag summed over the topic's committed partitions.", []string{"group", "topic"}, nil)
@@ -59,6 +66,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
 		descTRecordsIn, descTBytesIn, descTRecordsOut, descTBytesOut, descTPartitions, descTSize, descTRecordsHeld,
 		descPRecordsIn, descPBytesIn, descPRecordsOu, descPBytesOut, descPStart, descPEnd, descPSize, descPSegments,
+		descWALRounds, descWALFailed, descWALEntries, descWALBytes, descWALSeconds, descWALSize,
 		descGMembers, descGLagTotal, descGTopicLag, descGLag} {
 		ch <- d
 	}
@@ -82,6 +90,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	// sluice_disk_free_bytes is the disk guard's own gauge (disk.go).
 	if d := b.disk.Load(); d != nil {
 		gauge(descDiskTotal, float64(d.total))
+	}
+	if w := b.wal; w != nil {
+		st := w.Stats()
+		counter(descWALRounds, st.Rounds)
+		counter(descWALFailed, st.FailedRounds)
+		counter(descWALEntries, st.Entries)
+		counter(descWALBytes, st.Bytes)
+		ch <- prometheus.MustNewConstMetric(descWALSeconds, prometheus.CounterValue, st.RoundTime.Seconds())
+		gauge(descWALSize, float64(w.Size()))
 	}
 	tr := b.traffic.snapshot()
 	counter(descRecordsIn, tr.RecordsIn)

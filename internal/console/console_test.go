@@ -168,6 +168,16 @@ func TestMetricsAfterKnownProduce(t *testing.T) {
 	if v, ok := value(fams, "sluice_disk_free_bytes"); !ok || v <= 0 {
 		t.Errorf("sluice_disk_free_bytes = %v, %v", v, ok)
 	}
+	// The shared write-ahead log (on by default) carried at least the
+	// first append: nothing had been alone in a round before it.
+	for _, name := range []string{"sluice_wal_rounds_total", "sluice_wal_entries_total", "sluice_wal_bytes_total", "sluice_wal_round_seconds_total", "sluice_wal_size_bytes"} {
+		if v, ok := value(fams, name); !ok || v <= 0 {
+			t.Errorf("%s = %v (present %v), want > 0", name, v, ok)
+		}
+	}
+	if v, ok := value(fams, "sluice_wal_failed_rounds_total"); !ok || v != 0 {
+		t.Errorf("sluice_wal_failed_rounds_total = %v (present %v), want 0", v, ok)
+	}
 	if f := fams["sluice_broker_request_seconds"]; f == nil || len(f.Metric) == 0 {
 		t.Error("no request latency histogram")
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"sluice/internal/vfs"
 )
@@ -103,6 +104,7 @@ type WAL struct {
 	ckpt      map[Key]int64 // per key, its log is fsynced below this offset
 	segs      []*seg        // segments with entries that may be needed, oldest first; the last is active
 	closed    bool
+	stats     Stats // rounds so far, for metrics
 
 	rmMu sync.Mutex // serializes the removal of segment files (taken before mu)
 
@@ -252,7 +254,9 @@ func (w *WAL) lead() {
 	from := w.done
 	w.mu.Unlock()
 
+	began := time.Now()
 	err := w.flush(buf, metas)
+	took := time.Since(began)
 
 	w.mu.Lock()
 	w.solo = len(metas) > 0
@@ -266,7 +270,14 @@ func (w *WAL) lead() {
 		w.soloKey = metas[0].key
 	}
 	w.spare, w.spareMeta = buf[:0], metas[:0]
+	if len(buf) > 0 {
+		w.stats.Rounds++
+		w.stats.Entries += int64(len(metas))
+		w.stats.Bytes += int64(len(buf))
+		w.stats.RoundTime += took
+	}
 	if err != nil {
+		w.stats.FailedRounds++
 		w.fails = append(w.fails, failRange{from: from, to: r.target, err: err})
 		if len(w.fails) > maxFails {
 			w.fails = w.fails[1:]
@@ -675,6 +686,23 @@ func (w *WAL) Retire() error {
 		return err
 	}
 	return rp.Done()
+}
+
+// Stats counts the WAL's rounds: each writes the entries appended since
+// the previous one and fdatasyncs them once, for every partition.
+type Stats struct {
+	Rounds       int64         // rounds that wrote something
+	FailedRounds int64         // of those, rounds whose write or fsync failed
+	Entries      int64         // entries written (appends and truncates)
+	Bytes        int64         // entry bytes written, headers included
+	RoundTime    time.Duration // total time spent writing and syncing rounds
+}
+
+// Stats returns the counts so far.
+func (w *WAL) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
 }
 
 // Size is the bytes of segment files the WAL holds (for metrics and tests).

@@ -143,6 +143,10 @@ func TestOneFsyncPerRound(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("segment %s synced %d times, want 2 (prepared, then one round for 100 appends)", seg, n)
 	}
+	st := w.Stats()
+	if st.Rounds != 1 || st.Entries != 100 || st.FailedRounds != 0 || st.Bytes <= 0 || st.RoundTime <= 0 {
+		t.Fatalf("stats %+v, want one round of 100 entries, no failure", st)
+	}
 }
 
 // TestReplaySkipsHeldHolesAndStale: batches the log holds are skipped,
@@ -262,6 +266,9 @@ func TestFailedRoundFailsItsWaiters(t *testing.T) {
 	p3, _ := w.Append(key(1), 0, 1, batches(0, 1, 4))
 	if err := w.Sync(p3); err != nil {
 		t.Fatalf("after the failure: %v", err)
+	}
+	if st := w.Stats(); st.Rounds != 3 || st.FailedRounds != 1 || st.Entries != 4 {
+		t.Fatalf("stats %+v, want 3 rounds (one failed) of 4 entries", st)
 	}
 }
 
