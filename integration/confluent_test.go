@@ -19,21 +19,27 @@ import (
 // confluent-kafka-python (librdkafka underneath) runs
 // integration/testdata/confluent_kafka_compat.py.
 
-// needConfluentKafka returns a python3 that imports confluent_kafka,
-// preferring Debian's (where python3-confluent-kafka installs it) over
-// whatever python3 comes first in PATH.
+// needConfluentKafka returns a python3 that imports confluent_kafka.
 func needConfluentKafka(t *testing.T) string {
+	t.Helper()
+	return needPythonModule(t, "confluent_kafka", "python3-confluent-kafka")
+}
+
+// needPythonModule returns a python3 that imports module, preferring
+// Debian's (where the Debian package pkg installs it) over whatever
+// python3 comes first in PATH.
+func needPythonModule(t *testing.T, module, pkg string) string {
 	t.Helper()
 	candidates := []string{"/usr/bin/python3"}
 	if p, err := exec.LookPath("python3"); err == nil {
 		candidates = append(candidates, p)
 	}
 	for _, p := range candidates {
-		if err := exec.Command(p, "-c", "import confluent_kafka").Run(); err == nil {
+		if err := exec.Command(p, "-c", "import "+module).Run(); err == nil {
 			return p
 		}
 	}
-	needTool(t, "no python3 imports confluent_kafka: install Debian's python3-confluent-kafka")
+	needTool(t, "no python3 imports "+module+": install Debian's "+pkg)
 	return ""
 }
 

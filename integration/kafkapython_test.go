@@ -9,23 +9,6 @@ import (
 	"time"
 )
 
-// needKafkaPython returns a python3 that imports kafka (kafka-python,
-// Debian's python3-kafka).
-func needKafkaPython(t *testing.T) string {
-	t.Helper()
-	candidates := []string{"/usr/bin/python3"}
-	if p, err := exec.LookPath("python3"); err == nil {
-		candidates = append(candidates, p)
-	}
-	for _, p := range candidates {
-		if err := exec.Command(p, "-c", "import kafka").Run(); err == nil {
-			return p
-		}
-	}
-	needTool(t, "no python3 imports kafka: install Debian's python3-kafka")
-	return ""
-}
-
 // TestKafkaPython runs kafka-python (a pure-Python client with its own
 // protocol code) through integration/testdata/kafka_python_compat.py:
 // KafkaAdminClient create_topics, describe_configs, alter_configs,
@@ -34,7 +17,7 @@ func needKafkaPython(t *testing.T) string {
 // KafkaConsumer in a group committing its offsets; end_offsets and
 // offsets_for_times.
 func TestKafkaPython(t *testing.T) {
-	python := needKafkaPython(t)
+	python := needPythonModule(t, "kafka", "python3-kafka")
 	n := startNode(t)
 	const topic, group = "kafka-python", "kafka-python-g"
 	cmd := exec.Command(python, filepath.Join("testdata", "kafka_python_compat.py"), n.addr, topic, group)
