@@ -173,9 +173,12 @@ func (t *producerTable) replay(h *batch.Header) {
 func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// Decide on every batch against a scratch copy of the states, then
-	// commit, so a rejected append changes nothing.
-	scratch := map[int64]*producerState{}
+	// Decide on every batch against scratch copies of the states, then
+	// commit, so a rejected append changes nothing. An append's batches
+	// nearly always come from one producer: the copies live in a small
+	// array, not a map, and are written back in place.
+	var arr [1]scratchState
+	scratch := arr[:0]
 	off := base
 	for i := range hs {
 		h := &hs[i]
@@ -183,49 +186,66 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 			off += int64(h.LastOffsetDelta) + 1
 			continue
 		}
-		s, ok := scratch[h.ProducerID]
-		if !ok {
-			if cur := t.m[h.ProducerID]; cur != nil {
-				c := *cur
-				s = &c
-			}
+		j := 0
+		for j < len(scratch) && scratch[j].pid != h.ProducerID {
+			j++
 		}
+		if j == len(scratch) {
+			sc := scratchState{pid: h.ProducerID}
+			if cur := t.m[h.ProducerID]; cur != nil {
+				sc.st, sc.has = *cur, true
+			}
+			scratch = append(scratch, sc)
+		}
+		sc := &scratch[j]
 		first, last := h.BaseSequence, lastSeq(h)
 		switch {
 		case h.BaseSequence < 0:
 			return 0, false, errCode(kerr.InvalidRecord, "producer %d: batch has a negative base sequence %d", h.ProducerID, h.BaseSequence)
-		case s == nil || h.ProducerEpoch > s.epoch:
+		case !sc.has || h.ProducerEpoch > sc.st.epoch:
 			if first != 0 {
-				if s == nil {
+				if !sc.has {
 					return 0, false, errCode(kerr.UnknownProducerID, "producer %d has no state on this partition and its batch starts at sequence %d, not 0", h.ProducerID, first)
 				}
 				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: a new epoch must start at sequence 0, got %d", h.ProducerID, h.ProducerEpoch, first)
 			}
-			s = &producerState{epoch: h.ProducerEpoch}
-		case h.ProducerEpoch < s.epoch:
-			return 0, false, errCode(kerr.InvalidProducerEpoch, "producer %d: epoch %d is older than the current epoch %d", h.ProducerID, h.ProducerEpoch, s.epoch)
+			sc.st, sc.has = producerState{epoch: h.ProducerEpoch}, true
+		case h.ProducerEpoch < sc.st.epoch:
+			return 0, false, errCode(kerr.InvalidProducerEpoch, "producer %d: epoch %d is older than the current epoch %d", h.ProducerID, h.ProducerEpoch, sc.st.epoch)
 		default:
-			if e, ok := s.find(first, last); ok {
+			if e, ok := sc.st.find(first, last); ok {
 				if len(hs) != 1 {
 					return 0, false, errCode(kerr.DuplicateSequenceNumber, "producer %d: batch with sequences %d..%d was already written, inside a multi-batch append", h.ProducerID, first, last)
 				}
 				return e.base, true, nil
 			}
-			if s.n == 0 {
+			if sc.st.n == 0 {
 				if first != 0 {
-					return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: the first batch of an epoch must start at sequence 0, got %d", h.ProducerID, s.epoch, first)
+					return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: the first batch of an epoch must start at sequence 0, got %d", h.ProducerID, sc.st.epoch, first)
 				}
-			} else if want := nextSeq(s.newest().last); first != want {
-				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: expected sequence %d, got %d", h.ProducerID, s.epoch, want, first)
+			} else if want := nextSeq(sc.st.newest().last); first != want {
+				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: expected sequence %d, got %d", h.ProducerID, sc.st.epoch, want, first)
 			}
 		}
-		s.push(seqEntry{first: first, last: last, base: off})
-		scratch[h.ProducerID] = s
+		sc.st.push(seqEntry{first: first, last: last, base: off})
 		off += int64(h.LastOffsetDelta) + 1
 	}
-	for id, s := range scratch {
-		t.m[id] = s
-		t.maxPID = max(t.maxPID, id)
+	for i := range scratch {
+		sc := &scratch[i]
+		if cur := t.m[sc.pid]; cur != nil {
+			*cur = sc.st
+		} else {
+			st := sc.st
+			t.m[sc.pid] = &st
+		}
+		t.maxPID = max(t.maxPID, sc.pid)
 	}
 	return 0, false, nil
+}
+
+// scratchState is a producer's state as check decides on an append.
+type scratchState struct {
+	pid int64
+	st  producerState
+	has bool // the producer has state (from the table or an earlier batch)
 }

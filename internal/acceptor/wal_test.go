@@ -55,7 +55,7 @@ var walScfg = func() storage.Config {
 // replays the WAL into them (as the broker does at start) and starts
 // their acceptors; cfg gets each partition's WAL handle.
 func openWALParts(fs vfs.FS, root string, parts int, cfg Config) (*wal.WAL, []*storage.Log, []*Acceptor, []wal.Applied, error) {
-	w, rp, err := wal.Open(wal.Options{FS: fs, Dir: root + "/wal", SegmentBytes: 64 << 10})
+	w, rp, err := wal.Open(wal.Options{FS: fs, Dir: root + "/wal", SegmentBytes: 64 << 10, MaxBytes: 128 << 10})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

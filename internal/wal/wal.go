@@ -28,10 +28,18 @@ type Options struct {
 	SegmentBytes int64
 	// Logger receives the WAL's log lines; default: discard.
 	Logger *slog.Logger
+	// MaxBytes bounds the sealed segments the WAL keeps before it asks
+	// partitions to checkpoint (Behind), however many partitions write;
+	// default 512 MiB. The WAL also keeps at most an eighth of the
+	// filesystem's free space, and at least two sealed segments.
+	MaxBytes int64
 }
 
 // DefaultSegmentBytes is the default Options.SegmentBytes.
 const DefaultSegmentBytes = 32 << 20
+
+// DefaultMaxBytes is the default Options.MaxBytes.
+const DefaultMaxBytes = 512 << 20
 
 // Pos is a position in the WAL: the number of bytes appended before and
 // including an entry, over the WAL's life in this process.
@@ -53,6 +61,7 @@ type seg struct {
 	size   int64         // bytes of entries written (leader only, while active)
 	sealed bool          // guarded by WAL.mu: no more entries go here
 	ends   map[Key]int64 // guarded by WAL.mu: per key, the end of its entries here not yet checkpointed
+	keys   int           // guarded by WAL.mu: distinct keys with entries written here
 }
 
 // round is one write and fdatasync of everything appended before it
@@ -90,6 +99,7 @@ type WAL struct {
 	fs       vfs.FS
 	dir      string
 	segBytes int64
+	maxBytes int64
 	log      *slog.Logger
 
 	mu        sync.Mutex // guards the fields below
@@ -105,6 +115,7 @@ type WAL struct {
 	segs      []*seg        // segments with entries that may be needed, oldest first; the last is active
 	closed    bool
 	stats     Stats // rounds so far, for metrics
+	keep      int   // sealed segments held before Behind asks for checkpoints (see keepFor)
 
 	rmMu sync.Mutex // serializes the removal of segment files (taken before mu)
 
@@ -137,6 +148,9 @@ func Open(o Options) (*WAL, *Replay, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
 	if err := o.FS.MkdirAll(o.Dir); err != nil {
 		return nil, nil, fmt.Errorf("wal: create %s: %w", o.Dir, err)
 	}
@@ -148,7 +162,9 @@ func Open(o Options) (*WAL, *Replay, error) {
 		fs:       o.FS,
 		dir:      o.Dir,
 		segBytes: o.SegmentBytes,
+		maxBytes: o.MaxBytes,
 		log:      o.Logger,
+		keep:     minKeepSealed,
 		ckpt:     map[Key]int64{},
 		prepC:    make(chan prepared),
 		stop:     make(chan struct{}),
@@ -360,7 +376,11 @@ func (w *WAL) noteEntries(s *seg, metas []meta) {
 		if ok && c >= m.end {
 			continue // the log is already fsynced past it
 		}
-		if e, has := s.ends[m.key]; !has || e < m.end || m.trunc {
+		e, has := s.ends[m.key]
+		if !has {
+			s.keys++
+		}
+		if !has || e < m.end || m.trunc {
 			s.ends[m.key] = m.end
 		}
 	}
@@ -402,7 +422,12 @@ func (w *WAL) seal() {
 	_ = a.file.Close() // synced: nothing to lose
 	a.file = nil
 	w.mu.Lock()
+	keys := a.keys
+	w.mu.Unlock()
+	keep := w.keepFor(keys)
+	w.mu.Lock()
 	a.sealed = true
+	w.keep = keep
 	w.mu.Unlock()
 	w.collect()
 }
@@ -446,14 +471,35 @@ func (w *WAL) Checkpoint(k Key, end int64) {
 	}
 }
 
-// keepSealed is how many sealed segments the WAL lets accumulate before
-// it asks partitions with entries in them to checkpoint (Behind): the
-// segment fsyncs of checkpoints then run once per two segments of WAL
-// writes rather than once per flush tick.
-const keepSealed = 2
+// Checkpoints. A checkpoint costs every partition with entries in the
+// sealed segments one fdatasync of its own segment file; the more
+// partitions write, the more WAL the checkpoints should cover, so that
+// their fsyncs stay a small share of the writes. The WAL lets sealed
+// segments accumulate until they hold about ckptBytesPerKey of WAL per
+// partition writing (at least minKeepSealed segments), within a budget:
+// Options.MaxBytes and an eighth of the filesystem's free space.
+const (
+	minKeepSealed   = 2
+	ckptBytesPerKey = 256 << 10
+)
+
+// keepFor returns how many sealed segments to hold before checkpoints
+// when keys partitions write to each segment. It reads the filesystem's
+// free space (once per sealed segment).
+func (w *WAL) keepFor(keys int) int {
+	budget := w.maxBytes
+	if st, ok := w.fs.(vfs.Statter); ok {
+		if u, err := st.Usage(w.dir); err == nil {
+			budget = min(budget, int64(u.Free/8))
+		}
+	}
+	want := (int64(keys)*ckptBytesPerKey + w.segBytes - 1) / w.segBytes
+	return int(max(min(want, budget/w.segBytes), minKeepSealed))
+}
 
 // Behind reports whether k should checkpoint now: it has entries in a
-// sealed segment and the WAL holds keepSealed or more of them.
+// sealed segment and the WAL holds as many sealed segments as it keeps
+// (keepFor).
 func (w *WAL) Behind(k Key) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -468,7 +514,7 @@ func (w *WAL) Behind(k Key) bool {
 			has = true
 		}
 	}
-	return has && sealed >= keepSealed
+	return has && sealed >= w.keep
 }
 
 // Forget drops k (its log was deleted): none of its entries are needed.

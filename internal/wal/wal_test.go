@@ -54,7 +54,9 @@ func key(p int32) Key { return Key{Topic: [16]byte{9}, Partition: p} }
 
 func open(t *testing.T, fs vfs.FS, segBytes int64) (*WAL, *Replay) {
 	t.Helper()
-	w, rp, err := Open(Options{FS: fs, Dir: "/wal", SegmentBytes: segBytes})
+	// Two sealed segments before checkpoints, however many keys: the
+	// tests fill and retire segments with a few keys.
+	w, rp, err := Open(Options{FS: fs, Dir: "/wal", SegmentBytes: segBytes, MaxBytes: 2 * segBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +234,96 @@ func TestCheckpointFreesSegments(t *testing.T) {
 	w.Checkpoint(key(1), off[1])
 	if w.Size() > 2<<10 {
 		t.Fatalf("WAL holds %d bytes after every key checkpointed; want the active segment only", w.Size())
+	}
+}
+
+// TestCheckpointBudget: the more keys write to each segment, the more
+// sealed segments the WAL holds before it asks for checkpoints, within
+// MaxBytes and an eighth of the free space, and never fewer than two.
+func TestCheckpointBudget(t *testing.T) {
+	const seg = 1 << 20
+	for _, c := range []struct {
+		name     string
+		keys     int
+		maxBytes int64
+		capacity int64 // of the filesystem; 0: unlimited
+		want     int   // sealed segments before Behind
+	}{
+		{"one key", 1, 1 << 30, 0, 2},
+		{"few keys", 8, 1 << 30, 0, 2},
+		{"many keys", 64, 1 << 30, 0, 64 * ckptBytesPerKey / seg},
+		{"bounded by MaxBytes", 64, 8 * seg, 0, 8},
+		{"bounded by free space", 64, 1 << 30, 80 * seg, 10},
+		{"a full disk keeps two", 64, 1 << 30, 4 * seg, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			fs.SetCapacity(c.capacity)
+			w, _, err := Open(Options{FS: fs, Dir: "/wal", SegmentBytes: seg, MaxBytes: c.maxBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if got := w.keepFor(c.keys); got != c.want {
+				t.Fatalf("keepFor(%d) = %d segments, want %d", c.keys, got, c.want)
+			}
+		})
+	}
+}
+
+// TestManyKeysDeferCheckpoints: with many keys writing, sealed segments
+// accumulate past two before any key is asked to checkpoint, and once
+// the budget is reached every key with entries in them is.
+func TestManyKeysDeferCheckpoints(t *testing.T) {
+	const seg, keys = 16 << 10, 32 // 32 keys: keepFor wants 512 segments, MaxBytes allows 6
+	fs := vfs.NewMem()
+	w, _, err := Open(Options{FS: fs, Dir: "/wal", SegmentBytes: seg, MaxBytes: 6 * seg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	off := make([]int64, keys)
+	sealed := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n := 0
+		for _, s := range w.segs {
+			if s.sealed {
+				n++
+			}
+		}
+		return n
+	}
+	sawDeferred := false
+	for i := 0; sealed() < 6; i++ {
+		k := int32(i % keys)
+		b := batches(off[k], 1, int64(i))
+		p, err := w.Append(key(k), off[k], off[k]+1, b)
+		if err == nil {
+			err = w.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		off[k]++
+		if n := sealed(); n >= 2 && n < 6 {
+			sawDeferred = true
+			if w.Behind(key(k)) {
+				t.Fatalf("asked to checkpoint with %d sealed segments; the budget allows 6", n)
+			}
+		}
+	}
+	if !sawDeferred {
+		t.Fatal("the workload never held between two and six sealed segments")
+	}
+	for k := range keys {
+		if !w.Behind(key(int32(k))) {
+			t.Fatalf("key %d not asked to checkpoint with the budget reached", k)
+		}
+		w.Checkpoint(key(int32(k)), off[k])
+	}
+	if n := sealed(); n != 0 {
+		t.Fatalf("%d sealed segments left after every key checkpointed", n)
 	}
 }
 
