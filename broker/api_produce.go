@@ -212,6 +212,9 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 	}
 	switch {
 	case txnal:
+		// The coordinator's check takes its locks: on the partition's
+		// goroutine, never on the connection's.
+		req.NoInline = true
 		req.Check = func(base int64) (int64, bool, error) {
 			if err := add.check(tc, p, hs, base); err != nil {
 				return 0, false, err

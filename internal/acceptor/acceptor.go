@@ -31,13 +31,34 @@ type partitionLog interface {
 // starts the sync goroutine (syncLoop), which runs its fsyncs, and stops
 // it and waits for it before it returns.
 //
-// Lock order: sendMu, then mu. Neither is held across I/O or while
-// blocking on a waiter.
+// With a WAL, a small append to a partition whose run goroutine is
+// waiting (its queue empty) is handled in its stead by the Enqueue
+// caller, and the WAL's flusher ends the partition's WAL syncs: see
+// runMu. A produce request spread over many partitions then wakes no
+// partition goroutine at all.
+//
+// Lock order: sendMu, then runMu, then mu. Only runMu is held across
+// I/O (a write, or a WAL append), and only while the run state is being
+// worked on; none is held while blocking on a waiter.
 type Acceptor struct {
 	cfg   Config
 	log   partitionLog
 	queue chan *waiter
 	pool  sync.Pool // of *waiter
+
+	// runMu guards run, the run state. The run goroutine holds it at all
+	// times except while it waits in its select; others take it only
+	// with TryLock, never blocking: an Enqueue caller to handle and write
+	// its append inline (tryInline), the WAL's flusher to end a WAL sync
+	// (walSynced). Whoever holds it may change what the run goroutine's
+	// select waits for (a heal timer): it then sends on kick.
+	runMu sync.Mutex
+	// queued counts the appends sent to queue and not yet taken from it
+	// by the run goroutine under runMu: an inline append waits behind
+	// them (it is queued too), so that one caller's appends keep their
+	// order.
+	queued atomic.Int64
+	kick   chan struct{} // (buffered 1) makes the run goroutine look at its state again
 
 	hw      atomic.Int64            // high watermark: readers never read at or past it
 	failure atomic.Pointer[failure] // why the partition stopped; nil while healthy
@@ -74,12 +95,12 @@ func start(log partitionLog, cfg Config) *Acceptor {
 		cfg:     cfg,
 		log:     log,
 		queue:   make(chan *waiter, cfg.QueueSize),
+		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	a.pool.New = func() any { return &waiter{done: make(chan uint8, 1)} }
-	a.run.init(a)
 	hw := log.NextOffset()
 	if err := log.Sync(); err != nil {
 		a.failure.Store(&failure{cause: fmt.Errorf("sync at start: %w", err)})
@@ -90,6 +111,11 @@ func start(log partitionLog, cfg Config) *Acceptor {
 		hw = log.StartOffset()
 	}
 	a.hw.Store(hw)
+	a.run.init(a)
+	if f := a.failure.Load(); f != nil {
+		a.run.failed = f
+		a.run.armHeal()
+	}
 	go a.loop()
 	return a
 }
@@ -140,6 +166,11 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 		a.recycle(w)
 		return Pending{}, ErrClosed
 	}
+	if a.tryInline(w) {
+		a.sendMu.RUnlock()
+		return Pending{a, w}, nil
+	}
+	a.queued.Add(1)
 	select {
 	case a.queue <- w: // fast path: room in the queue
 		a.sendMu.RUnlock()
@@ -150,15 +181,54 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 	case a.queue <- w:
 		a.sendMu.RUnlock()
 	case <-ctx.Done():
+		a.queued.Add(-1)
 		a.sendMu.RUnlock()
 		a.recycle(w)
 		return Pending{}, ctx.Err()
 	case <-a.closing:
+		a.queued.Add(-1)
 		a.sendMu.RUnlock()
 		a.recycle(w)
 		return Pending{}, ErrClosed
 	}
 	return Pending{a, w}, nil
+}
+
+// tryInline handles and writes a queued-to-be append on the caller's
+// goroutine instead of the run goroutine's, when that costs the run
+// goroutine nothing: it is waiting (runMu is free), nothing is queued
+// before the append, and the append is small enough to go to the WAL.
+// The append's WAL sync then runs asynchronously (startAsync): the WAL's
+// flusher releases it. It reports whether it took w. The caller holds
+// sendMu shared (the acceptor is not closed).
+func (a *Acceptor) tryInline(w *waiter) bool {
+	if a.cfg.WAL == nil || w.req.NoInline || !a.runMu.TryLock() {
+		return false
+	}
+	r := &a.run
+	if a.queued.Load() != 0 || !r.inlineOK(len(w.req.Batches)) {
+		a.runMu.Unlock()
+		return false
+	}
+	r.cfg.Metrics.inline()
+	r.handle(w)
+	if r.failed == nil && !r.syncing && r.written > r.synced {
+		r.startAsync()
+	}
+	kick := r.failed != nil // the heal timer was armed: the select must see it
+	a.runMu.Unlock()
+	if kick {
+		a.kickRun()
+	}
+	return true
+}
+
+// kickRun makes the run goroutine look at its state again.
+func (a *Acceptor) kickRun() {
+	select {
+	case a.kick <- struct{}{}:
+	default: // already kicked
+	}
 }
 
 // Wait waits until the append is written or durable as its request asks,

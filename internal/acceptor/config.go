@@ -101,6 +101,9 @@ type WAL interface {
 	Truncate(end int64) (uint64, error)
 	// Sync returns once pos is durable (or the fsync covering it failed).
 	Sync(pos uint64) error
+	// SyncAsync calls done, on another goroutine or at once, with what
+	// Sync(pos) would return, without waiting for it.
+	SyncAsync(pos uint64, done func(error))
 	// Checkpoint says the partition's log is fsynced below end.
 	Checkpoint(end int64)
 	// Alone reports whether this partition was the only one in the

@@ -27,6 +27,10 @@ type runState struct {
 	logSynced int64
 	walPos    uint64
 	direct    bool
+	// ckptWanted: the WAL asked for a checkpoint while a sync ran; the
+	// next sync to start is the segment's.
+	ckptWanted bool
+	walDone    func(error) // a.walSynced, made once
 
 	buf       []byte         // coalescing buffer, from bufPools while it holds bytes (small, then full-size if the cycle outgrows it); nil otherwise
 	bufp      *[]byte        // the pool's handle on buf
@@ -69,8 +73,15 @@ type runState struct {
 	healDelay time.Duration
 }
 
+// init sets the run state up before the run goroutine starts (an
+// inline append may come first). The log has been synced: everything in
+// it is durable.
 func (r *runState) init(a *Acceptor) {
 	r.a, r.cfg = a, &a.cfg
+	r.walDone = a.walSynced
+	r.next = a.log.NextOffset()
+	r.written, r.synced, r.logSynced = r.next, r.next, r.next
+	r.prepared = true // nothing written yet: an idle partition allocates nothing
 	r.syncReq = make(chan syncJob, 1)
 	r.syncDone = make(chan error, 1)
 	r.syncExited = make(chan struct{})
@@ -196,40 +207,62 @@ func (a *Acceptor) syncLog() error {
 func (a *Acceptor) loop() {
 	r := &a.run
 	defer close(a.done)
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
 	defer r.stopTickers()
 	go a.syncLoop()
 	flushC := r.flushTick
-	if f := a.failure.Load(); f != nil {
-		r.failed = f
-		r.armHeal()
-	}
-	r.next = a.log.NextOffset()
-	r.written, r.synced, r.logSynced = r.next, r.next, r.next
-	r.prepared = true // nothing written yet: an idle partition allocates nothing
 
 	for {
 		var w *waiter
 		select {
 		case w = <-a.queue:
+			a.queued.Add(-1)
 		default:
 			if r.idle() {
 				continue
 			}
+			// Wait without runMu, so that Enqueue callers and the
+			// WAL's flusher can work in this goroutine's stead; what
+			// they change that this select waits on comes with a kick.
+			healC, retainC := r.healC, r.retainTick
+			var err error
+			ev := evNone
+			a.runMu.Unlock()
 			select {
 			case w = <-a.queue:
-			case err := <-r.syncDone:
+			case err = <-r.syncDone:
+				ev = evSync
+			case <-flushC:
+				ev = evFlush
+			case <-retainC:
+				ev = evRetain
+			case <-healC:
+				ev = evHeal
+			case <-a.kick:
+				ev = evKick
+			case <-a.stop:
+				ev = evStop
+			}
+			a.runMu.Lock()
+			switch ev {
+			case evNone:
+				a.queued.Add(-1)
+			case evSync:
 				r.finishSync(err)
 				continue
-			case <-flushC:
+			case evFlush:
 				r.onFlushTick()
 				continue
-			case <-r.retainTick:
+			case evRetain:
 				r.retention()
 				continue
-			case <-r.healC:
+			case evHeal:
 				r.heal()
 				continue
-			case <-a.stop:
+			case evKick:
+				continue
+			case evStop:
 				r.shutdown()
 				return
 			}
@@ -256,6 +289,17 @@ func (a *Acceptor) loop() {
 	}
 }
 
+// What woke the run goroutine's select (evNone: an append).
+const (
+	evNone = iota
+	evSync
+	evFlush
+	evRetain
+	evHeal
+	evKick
+	evStop
+)
+
 // idle runs when the queue is empty: it writes the buffer, or, if there
 // is nothing to write, fsyncs what was written (FsyncAlways), or, once
 // all is durable after writes, has the log write zeros ahead of its data
@@ -268,6 +312,13 @@ func (r *runState) idle() bool {
 	}
 	if r.cfg.Policy != FsyncAlways || r.failed != nil || r.syncing {
 		return false
+	}
+	if r.ckptWanted {
+		r.ckptWanted = false
+		if r.logSynced < r.written {
+			r.startSync(true)
+			return true
+		}
 	}
 	if r.written > r.synced {
 		if r.overlap {
@@ -303,15 +354,22 @@ func (r *runState) onFlushTick() {
 	if len(r.pending) > 0 {
 		r.write(r.buf, r.bufHdrs)
 	}
-	if r.failed != nil || r.syncing {
+	if r.failed != nil {
+		return
+	}
+	// The checkpoint: the segment's own fsync, after which the WAL no
+	// longer needs this partition's entries below it. Only when the WAL
+	// asks (it holds old segments with them), so that the segment fsyncs
+	// stay rare. A partition busy with a sync checkpoints when it ends
+	// (ckptWanted), since its syncs may be running at every tick.
+	ckpt := r.cfg.WAL != nil && r.logSynced < r.written && r.cfg.WAL.Behind()
+	if r.syncing {
+		r.ckptWanted = r.ckptWanted || ckpt
 		return
 	}
 	switch {
-	case r.cfg.WAL != nil && r.logSynced < r.written && r.cfg.WAL.Behind():
-		// The checkpoint: the segment's own fsync, after which the WAL
-		// no longer needs this partition's entries below it. Only when
-		// the WAL asks (it holds old segments with them), so that the
-		// segment fsyncs stay rare.
+	case ckpt:
+		r.ckptWanted = false
 		r.startSync(true)
 	case r.written > r.synced:
 		r.startSync(false)
@@ -508,6 +566,54 @@ func (r *runState) startSync(log bool) {
 	r.syncReq <- r.beginSync(log)
 }
 
+// startAsync starts an fsync of everything written so far without
+// waiting for it, from any goroutine holding runMu: a WAL sync's end is
+// taken by the WAL's flusher (walSynced), a segment's by the run
+// goroutine (syncDone).
+func (r *runState) startAsync() {
+	j := r.beginSync(false)
+	if !j.wal {
+		r.syncReq <- j // free: no sync was running
+		return
+	}
+	r.cfg.WAL.SyncAsync(j.pos, r.walDone)
+}
+
+// inlineOK reports whether an append of n bytes may be handled inline
+// (Acceptor.tryInline): the partition is healthy, nothing is being
+// coalesced, and the cycle stays small and goes to the WAL.
+func (r *runState) inlineOK(n int) bool {
+	return r.failed == nil && len(r.pending) == 0 && !r.direct && !r.cfg.NoCoalesce &&
+		r.syncBytes+n <= r.cfg.WALMaxCycle && !r.cfg.WAL.Alone()
+}
+
+// walSynced ends an asynchronous WAL sync (startAsync), on the WAL's
+// flusher goroutine. If the run state is free it finishes the sync
+// there, releasing what it made durable, and starts the next one if more
+// was written meanwhile; otherwise it hands the result to whoever holds
+// the run state, through syncDone (the run goroutine waits on it).
+func (a *Acceptor) walSynced(err error) {
+	if !a.runMu.TryLock() {
+		a.run.syncDone <- err // one sync runs at a time: room in the buffer
+		return
+	}
+	r := &a.run
+	r.finishSync(err)
+	kick := r.failed != nil || len(r.pending) > 0
+	if !kick && !r.syncing {
+		switch {
+		case r.ckptWanted:
+			kick = true // the run goroutine starts the checkpoint (idle)
+		case r.written > r.synced:
+			r.startAsync()
+		}
+	}
+	a.runMu.Unlock()
+	if kick {
+		a.kickRun()
+	}
+}
+
 // syncInline fsyncs everything written so far on the run goroutine and
 // releases what it made durable. Appends that arrived meanwhile (the
 // queue is not empty) mean load: the next fsyncs overlap with writes.
@@ -644,7 +750,7 @@ func (r *runState) heal() {
 	}
 	next := r.a.log.NextOffset()
 	r.next, r.written, r.synced, r.logSynced, r.sinceSync = next, next, next, next, 0
-	r.direct, r.syncBytes = false, 0
+	r.direct, r.syncBytes, r.ckptWanted = false, 0, false
 	// healDelay is kept until an fsync succeeds, so that a disk still
 	// full fails, heals and fails again ever more slowly.
 	r.failed = nil
@@ -690,6 +796,7 @@ func (r *runState) shutdown() {
 	for {
 		select {
 		case w := <-r.a.queue:
+			r.a.queued.Add(-1)
 			r.handle(w)
 			continue
 		default:

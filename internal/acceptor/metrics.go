@@ -19,6 +19,7 @@ type Metrics struct {
 	RetentionFails prometheus.Counter   // retention runs that returned an error
 	Heals          prometheus.Counter   // failed partitions that recovered
 	HealFails      prometheus.Counter   // recovery attempts that failed (the partition stays failed)
+	Inline         prometheus.Counter   // appends handled on their caller's goroutine (Acceptor.tryInline)
 }
 
 // pow2Buckets returns 0, 1, 2, 4, ... up to and including max (a power of two).
@@ -76,9 +77,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "sluice", Subsystem: "acceptor", Name: "heal_attempts_failed_total",
 			Help: "Attempts to recover a failed partition that failed (it stays failed and retries with backoff).",
 		}),
+		Inline: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "acceptor", Name: "inline_appends_total",
+			Help: "Appends handled and written on the producing connection's goroutine, their partition's goroutine being idle (shared WAL only).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.QueueDepth, m.WriteBytes, m.WriteAppends, m.FsyncSeconds, m.FsyncAppends, m.Failures, m.RetentionFails, m.Heals, m.HealFails)
+		reg.MustRegister(m.QueueDepth, m.WriteBytes, m.WriteAppends, m.FsyncSeconds, m.FsyncAppends, m.Failures, m.RetentionFails, m.Heals, m.HealFails, m.Inline)
 	}
 	return m
 }
@@ -124,5 +129,11 @@ func (m *Metrics) healed() {
 func (m *Metrics) healFailed() {
 	if m != nil {
 		m.HealFails.Inc()
+	}
+}
+
+func (m *Metrics) inline() {
+	if m != nil {
+		m.Inline.Inc()
 	}
 }

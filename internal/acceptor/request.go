@@ -61,6 +61,11 @@ type Request struct {
 	// a new append, once everything appended before it is written (or
 	// durable), so that acks=all never reports an unsynced original.
 	Check func(base int64) (dupBase int64, dup bool, err error)
+	// NoInline makes the append go through the partition's run
+	// goroutine even when its caller could handle it inline (see
+	// Acceptor.tryInline): for a Check that may block on locks its
+	// callers hold elsewhere.
+	NoInline bool
 }
 
 // Result is what Append reports.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"sluice/internal/storage"
 	"sluice/internal/vfs"
 	"sluice/internal/wal"
@@ -367,5 +369,80 @@ func TestWALHeal(t *testing.T) {
 			w.Close()
 			recoverWAL(t, crashed, walRoot, parts, res)
 		})
+	}
+}
+
+// TestWALInline: appends spread over partitions sharing a WAL, enqueued
+// by one goroutine request after request (as a produce request's are),
+// are handled on the caller's goroutine while the partitions' run
+// goroutines wait, keep their order per partition, and are durable when
+// released: a machine crash right after loses none of them.
+func TestWALInline(t *testing.T) {
+	const parts, requests, perPart = 8, 40, 3
+	fs := vfs.NewMem()
+	m := NewMetrics(nil)
+	cfg := walCfg
+	cfg.Metrics = m
+	w, logs, accs, _, err := openWALParts(fs, walRoot, parts, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := walWorkload{acks: make([][]acked, parts), hw: make([]int64, parts)}
+	next := make([]int64, parts) // the offset each partition's next append must get
+	i := 0
+	for range requests {
+		type queued struct {
+			p, i int
+			orig []byte
+			pend Pending
+		}
+		var qs []queued
+		for p := range parts {
+			for range perPart { // several appends to one partition in one request: inline, then queued behind it
+				s := spec{records: 1 + i%3, valueSize: 40 + i%90, durable: true, seed: byte(i)}
+				orig := s.bytes(i)
+				pend, err := accs[p].Enqueue(context.Background(), &Request{Batches: append([]byte(nil), orig...), Durable: true})
+				if err != nil {
+					t.Fatalf("enqueue %d: %v", i, err)
+				}
+				qs = append(qs, queued{p, i, orig, pend})
+				i++
+			}
+		}
+		for _, q := range qs {
+			r, err := q.pend.Wait(context.Background())
+			if err != nil {
+				t.Fatalf("append %d: %v", q.i, err)
+			}
+			if r.BaseOffset != next[q.p] {
+				t.Fatalf("append %d to partition %d got offset %d, want %d (enqueue order)", q.i, q.p, r.BaseOffset, next[q.p])
+			}
+			next[q.p] += int64(1 + q.i%3)
+			if hw := accs[q.p].HighWatermark(); hw < next[q.p] {
+				t.Fatalf("append %d released with the high watermark at %d, below its end %d", q.i, hw, next[q.p])
+			}
+			res.acks[q.p] = append(res.acks[q.p], acked{i: q.i, base: r.BaseOffset, orig: q.orig, durable: true})
+		}
+	}
+	var d dto.Metric
+	if err := m.Inline.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.GetCounter().GetValue(); n == 0 {
+		t.Fatal("no append was handled inline")
+	} else {
+		t.Logf("%v of %d appends handled inline", n, i)
+	}
+	for p := range parts {
+		res.hw[p] = accs[p].HighWatermark()
+	}
+	crashed := fs.CrashClone(vfs.CrashOptions{Tear: true, Rand: rand.New(rand.NewPCG(7, 7))})
+	for p := range parts {
+		accs[p].Close()
+		logs[p].Close()
+	}
+	w.Close()
+	if n := recoverWAL(t, crashed, walRoot, parts, res); n == 0 {
+		t.Fatal("the replay appended nothing: the acknowledged appends were not durable in the WAL alone")
 	}
 }

@@ -89,8 +89,10 @@ type prepared struct {
 // WAL is a write-ahead log shared by many partition logs.
 //
 // Goroutines: the first Append starts the preparer goroutine, owned by
-// the WAL, which keeps one zeroed (or recycled) segment file ready; Close
-// stops it and waits for it. Rounds run on the goroutines calling Sync: one leads at a
+// the WAL, which keeps one zeroed (or recycled) segment file ready, and
+// the flusher goroutine, which leads rounds for asynchronous syncs
+// (SyncAsync) and calls their functions; Close stops both and waits for
+// them. Rounds also run on the goroutines calling Sync: one leads at a
 // time, the others wait for its round.
 //
 // Lock order: mu alone; rmMu is taken before mu and held across the
@@ -134,7 +136,19 @@ type WAL struct {
 	// it wrote only one key's (solo); guarded by mu.
 	soloKey  Key
 	solo     bool
-	prepping bool // guarded by mu: the preparer was started (at the first entry)
+	prepping bool // guarded by mu: the preparer and the flusher were started (at the first entry)
+
+	// Asynchronous syncs (SyncAsync): the flusher goroutine leads rounds
+	// for them and calls their functions once a round covers them.
+	async     []asyncSync   // guarded by mu: registered, not yet called, in position order
+	kick      chan struct{} // (buffered 1) tells the flusher that async grew
+	flushDone chan struct{} // closed when the flusher returns
+}
+
+// asyncSync is a SyncAsync waiting for its round.
+type asyncSync struct {
+	pos  Pos
+	done func(error)
 }
 
 // Open opens (creating if needed) the WAL in o.Dir and reads the
@@ -159,16 +173,18 @@ func Open(o Options) (*WAL, *Replay, error) {
 		return nil, nil, err
 	}
 	w := &WAL{
-		fs:       o.FS,
-		dir:      o.Dir,
-		segBytes: o.SegmentBytes,
-		maxBytes: o.MaxBytes,
-		log:      o.Logger,
-		keep:     minKeepSealed,
-		ckpt:     map[Key]int64{},
-		prepC:    make(chan prepared),
-		stop:     make(chan struct{}),
-		prepDone: make(chan struct{}),
+		fs:        o.FS,
+		dir:       o.Dir,
+		segBytes:  o.SegmentBytes,
+		maxBytes:  o.MaxBytes,
+		log:       o.Logger,
+		keep:      minKeepSealed,
+		ckpt:      map[Key]int64{},
+		prepC:     make(chan prepared),
+		stop:      make(chan struct{}),
+		prepDone:  make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		flushDone: make(chan struct{}),
 	}
 	w.firstSeq = rp.nextSeq
 	return w, rp, nil
@@ -212,6 +228,7 @@ func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 		// segment file.
 		w.prepping = true
 		go w.prepare(w.firstSeq)
+		go w.flusher()
 	}
 	w.buf = appendEntry(w.buf, kind, k, off, data)
 	w.metas = append(w.metas, meta{key: k, end: end, size: size, trunc: kind == kindTruncate})
@@ -242,6 +259,93 @@ func (w *WAL) Sync(pos Pos) error {
 			return ErrClosed
 		}
 		w.lead()
+	}
+}
+
+// SyncAsync registers done to be called, once, with what Sync(pos)
+// would return, without waiting: the flusher goroutine leads rounds for
+// registered positions and calls done on its own goroutine once a round
+// covers pos (possibly before SyncAsync returns, on the flusher). done
+// must not block, nor call Sync; it may call Append and SyncAsync.
+// After Close, done is called at once with ErrClosed.
+func (w *WAL) SyncAsync(pos Pos, done func(error)) {
+	w.mu.Lock()
+	if w.closed || !w.prepping {
+		// Closed, or nothing was ever appended (pos is 0): no flusher.
+		err := ErrClosed
+		if !w.closed {
+			err = nil
+		}
+		w.mu.Unlock()
+		done(err)
+		return
+	}
+	w.async = append(w.async, asyncSync{pos: pos, done: done})
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default: // already kicked
+	}
+}
+
+// flusher is the flusher goroutine: while SyncAsync calls wait, it
+// leads rounds (or waits for the running one) and calls the functions
+// of those a round covered, outside mu. It stops when stop is closed,
+// after calling the functions still registered with ErrClosed.
+func (w *WAL) flusher() {
+	defer close(w.flushDone)
+	var ready []asyncSync
+	var errs []error
+	for {
+		w.mu.Lock()
+		// The registrations up to done are ready (positions are
+		// registered in order per caller, not across callers: scan all).
+		ready, errs = ready[:0], errs[:0]
+		n := 0
+		for _, a := range w.async {
+			if a.pos <= w.done || w.closed {
+				ready = append(ready, a)
+				err := w.failedLocked(a.pos)
+				if w.closed && a.pos > w.done {
+					err = ErrClosed
+				}
+				errs = append(errs, err)
+				continue
+			}
+			w.async[n] = a
+			n++
+		}
+		clear(w.async[n:])
+		w.async = w.async[:n]
+		if len(ready) > 0 {
+			w.mu.Unlock()
+			for i, a := range ready {
+				a.done(errs[i])
+			}
+			clear(ready)
+			continue
+		}
+		switch {
+		case w.closed:
+			w.mu.Unlock()
+			return
+		case len(w.async) == 0:
+			w.mu.Unlock()
+			select {
+			case <-w.kick:
+			case <-w.stop:
+				w.mu.Lock()
+				w.closed = true // Close sets it first; a stop without it is a test's
+				w.mu.Unlock()
+			}
+		case w.running != nil:
+			r := w.running
+			w.mu.Unlock()
+			<-r.done
+		default:
+			w.lead()
+			w.mu.Unlock()
+		}
 	}
 }
 
@@ -709,6 +813,7 @@ func (w *WAL) Close() error {
 	w.mu.Unlock()
 	if prepping {
 		<-w.prepDone
+		<-w.flushDone
 	}
 	if a := w.active; a != nil {
 		w.active = nil
@@ -781,6 +886,9 @@ func (h *Handle) Truncate(end int64) (uint64, error) {
 
 // Sync waits until pos is durable.
 func (h *Handle) Sync(pos uint64) error { return h.w.Sync(Pos(pos)) }
+
+// SyncAsync calls done once pos is durable or failed (see WAL.SyncAsync).
+func (h *Handle) SyncAsync(pos uint64, done func(error)) { h.w.SyncAsync(Pos(pos), done) }
 
 // Checkpoint says the key's log is fsynced below end.
 func (h *Handle) Checkpoint(end int64) { h.w.Checkpoint(h.k, end) }
