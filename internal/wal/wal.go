@@ -125,7 +125,7 @@ type WAL struct {
 	active    *seg // segment being written; nil before the first round or after a failure
 	lastErr   error
 	recycleMu sync.Mutex // guards recycle
-	recycle   []string   // sealed segment files no longer needed, for the preparer to reuse
+	recycle   []string   // sealed segment files no longer needed, for the preparer to reuse (at most keep)
 
 	prepC    chan prepared
 	stop     chan struct{}
@@ -657,8 +657,14 @@ func (w *WAL) collect() {
 // retire removes a segment file no longer needed, or renames it for
 // reuse; false if that failed (it is retried at the next collect).
 func (w *WAL) retire(path string) bool {
+	// As many spares as the WAL keeps sealed segments: the segments a
+	// checkpoint retires at once are reused by the next ones instead of
+	// being zeroed again, and the files stay within the WAL's budget.
+	w.mu.Lock()
+	limit := w.keep
+	w.mu.Unlock()
 	w.recycleMu.Lock()
-	keep := len(w.recycle) == 0
+	keep := len(w.recycle) < limit
 	w.recycleMu.Unlock()
 	if keep && w.fullSize(path) {
 		// Renamed out of the sequence: replay ignores it, the preparer

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -324,6 +325,21 @@ func TestManyKeysDeferCheckpoints(t *testing.T) {
 	}
 	if n := sealed(); n != 0 {
 		t.Fatalf("%d sealed segments left after every key checkpointed", n)
+	}
+	// The retired segments are kept for reuse, as many as the WAL keeps
+	// sealed (not zeroed again by the next ones), and no more.
+	names, err := fs.ReadDir("/wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spares := 0
+	for _, n := range names {
+		if strings.HasSuffix(n, ".spare") {
+			spares++
+		}
+	}
+	if spares < 2 || spares > 6 {
+		t.Fatalf("%d spare segment files after six were retired; want between 2 and the 6 the WAL keeps", spares)
 	}
 }
 
