@@ -76,6 +76,7 @@ type pending struct {
 	start   time.Time
 	resp    kmsg.Response // nil: no response (acks=0)
 	err     error         // close the connection instead of answering
+	frame   []byte        // a Produce's request frame, reused once the reply is finished (putFrame)
 }
 
 // deferredReply is a response that writeLoop finishes before writing it:
@@ -229,6 +230,10 @@ func (c *conn) writeLoop(log *slog.Logger) {
 				c.flush(log)
 			}
 			p.resp = d.finish() // waits even after a failure: the appends use the request's bytes
+			if p.frame != nil {
+				putFrame(p.frame) // every append returned: nothing uses its bytes
+				p.frame = nil
+			}
 		}
 		if c.failed.Load() {
 			continue
@@ -311,8 +316,14 @@ func (c *conn) readFrame() ([]byte, error) {
 		c.b.metrics.oversized.Inc()
 		return nil, fmt.Errorf("request of %d bytes exceeds the maximum of %d", n, c.b.cfg.maxRequestBytes)
 	}
+	if frame := getFrame(int(n)); frame != nil {
+		if _, err := io.ReadFull(c.r, frame); err != nil {
+			return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
+		}
+		return frame, nil
+	}
 	if n <= 1<<20 {
-		frame := make([]byte, n)
+		frame := newFrame(int(n))
 		if _, err := io.ReadFull(c.r, frame); err != nil {
 			return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
 		}
@@ -436,6 +447,9 @@ func (c *conn) dispatch(frame []byte) error {
 	}
 	r := &request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, internal: c.internal, kreq: req}
 	p.resp, p.err = apis[h.key].h(r)
+	if _, ok := p.resp.(*deferredReply); ok && h.key == kmsg.Produce.Int16() {
+		p.frame = frame
+	}
 	if p.err != nil {
 		p.err = fmt.Errorf("%s: %w", p.name, p.err)
 	}
