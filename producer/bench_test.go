@@ -368,3 +368,48 @@ func (w *wakeFloor) join(context.Context) error {
 	<-ch
 	return nil
 }
+
+// The benchmarks' helpers measure what they say: flushStats counts every
+// flush of a producer and its records (a lone caller's input is a flush of
+// its own: adaptive linger sends it at once), and wakeFloor completes a
+// batch each time all its callers have joined.
+func TestBenchmarkHelpers(t *testing.T) {
+	fs := &flushStats{Sink: &instantSink{}}
+	p, err := producer.NewRecordProducer(producer.WithSink(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.reset()
+	for i := 0; i < 5; i++ {
+		off, err := p.Produce(context.Background(), producer.Record{Value: []byte("v")})
+		if err != nil || off != int64(i) {
+			t.Fatalf("input %d: offset %d, %v", i, off, err)
+		}
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fs.mu.Lock()
+	flushes, records, inside := fs.flushes, fs.records, fs.inside
+	fs.mu.Unlock()
+	if flushes != 5 || records != 5 || inside != 0 {
+		t.Fatalf("flushStats: %d flushes, %d records, %d calls running; want 5, 5, 0", flushes, records, inside)
+	}
+
+	const callers, rounds = 8, 3
+	w := &wakeFloor{n: callers, cur: make(chan struct{})}
+	var wg sync.WaitGroup
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				w.join(context.Background())
+			}
+		}()
+	}
+	wg.Wait() // each round's batch completed, or this never returns
+	if w.joined != 0 {
+		t.Fatalf("%d callers left in an incomplete batch", w.joined)
+	}
+}
