@@ -308,7 +308,7 @@ func (s *Log) Start(snapshot func() []Record) error {
 // newWriter returns the WAL writer of the current log. s.mu is held
 // exclusively (or the log not started).
 func (s *Log) newWriter() *walWriter {
-	return &walWriter{h: s.wal.For(WALKey(s.walName, s.seq)), log: s.log, warn: s.warn}
+	return newWalWriter(s.wal.For(WALKey(s.walName, s.seq)), s.log, s.warn)
 }
 
 // started reports whether the log takes writes (s.mu is held).
@@ -347,7 +347,7 @@ func (s *Log) Enqueue(recs []Record) (wait func() error, err error) {
 		return nil, s.broken
 	}
 	if s.w != nil {
-		_, wait, err := s.w.write(buf)
+		_, wait, err := s.w.write(buf, len(recs))
 		if err == nil {
 			s.records.Add(int64(len(recs)))
 		}
@@ -412,7 +412,7 @@ func (s *Log) append(recs []Record, apply func(int64), durable bool) error {
 // appendWAL is append with the WAL. s.mu is held shared; appendWAL
 // releases it.
 func (s *Log) appendWAL(buf []byte, n int, apply func(int64), durable bool) error {
-	base, wait, err := s.w.write(buf)
+	base, wait, err := s.w.write(buf, n)
 	if err == nil && durable {
 		err = wait()
 	}

@@ -158,6 +158,36 @@ func TestWALRecordsLiveOnlyInWAL(t *testing.T) {
 	}
 }
 
+// TestWALCleanShutdown: a clean shutdown (the log closed, then the WAL
+// retired, as the broker does) leaves every record in the internal log
+// itself, pending batches included.
+func TestWALCleanShutdown(t *testing.T) {
+	fs := vfs.NewMem()
+	l, w, md, err := openWithWALCompact(t, fs, true, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked, _, failed := walWorkloadN(l, md, 60)
+	if failed > 0 {
+		t.Fatalf("%d writes failed", failed)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Retire(); err != nil {
+		t.Fatal(err)
+	}
+	r, rw, rmd, err := openWithWALCompact(t, fs, true, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	defer r.Close()
+	if fmt.Sprint(rmd.m) != fmt.Sprint(acked) {
+		t.Fatalf("after a clean shutdown: %v, want %v", rmd.m, acked)
+	}
+}
+
 // TestWALCrashAtEveryBoundary crashes a log written through the WAL (and
 // compacted several times, each compaction a new WAL key) at every
 // mutating filesystem operation, before the log is closed: the records
@@ -227,6 +257,16 @@ func failNthIn(k vfs.OpKind, prefix string, n int) func(vfs.Op) error {
 // acknowledged value survives. The log does not compact, so its records
 // live in the WAL only.
 func TestWALFailureThenCrash(t *testing.T) {
+	for _, fb := range []int{flushBytes, 1} {
+		t.Run(fmt.Sprintf("flush=%d", fb), func(t *testing.T) {
+			defer func(was int) { flushBytes = was }(flushBytes)
+			flushBytes = fb
+			walFailureThenCrash(t)
+		})
+	}
+}
+
+func walFailureThenCrash(t *testing.T) {
 	hit := 0
 	for _, c := range []struct {
 		kind   vfs.OpKind
@@ -269,6 +309,16 @@ func TestWALFailureThenCrash(t *testing.T) {
 // write or fsync of the WAL or of the log fails; after a crash every
 // acknowledged record is there.
 func TestWALConcurrentEnqueues(t *testing.T) {
+	for _, fb := range []int{flushBytes, 1} {
+		t.Run(fmt.Sprintf("flush=%d", fb), func(t *testing.T) {
+			defer func(was int) { flushBytes = was }(flushBytes)
+			flushBytes = fb
+			walConcurrentEnqueues(t)
+		})
+	}
+}
+
+func walConcurrentEnqueues(t *testing.T) {
 	type fault struct {
 		kind   vfs.OpKind
 		prefix string
