@@ -500,7 +500,11 @@ func (s *Log) rewriteLocked(live []Record) error {
 		return fail(err)
 	}
 	old := s.log
-	s.posBase += old.NextOffset()
+	oldEnd := old.NextOffset()
+	if s.w != nil {
+		oldEnd = s.w.end() // its batches not yet written to the log count too
+	}
+	s.posBase += oldEnd
 	s.log, s.seq = nl, seq
 	if s.w != nil {
 		// Before the old log closes: a writer's wait may still fsync it.

@@ -131,6 +131,13 @@ func (w *walWriter) write(buf []byte, n int) (int64, func() error, error) {
 	return base, func() error { return w.wait(pos, end, heals) }, nil
 }
 
+// end is the offset after the last record written.
+func (w *walWriter) end() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.next
+}
+
 // flushLocked writes the pending batches to the log (without fsync).
 // w.mu is held.
 func (w *walWriter) flushLocked() error {

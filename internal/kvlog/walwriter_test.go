@@ -382,3 +382,34 @@ func walConcurrentEnqueues(t *testing.T) {
 		rw.Close()
 	}
 }
+
+// TestWALPositionsIncrease: with the WAL, the positions Append reports
+// increase with the writes and never repeat, across compactions.
+func TestWALPositionsIncrease(t *testing.T) {
+	fs := vfs.NewMem()
+	l, w, md, err := openWithWAL(t, fs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	defer l.Close()
+	last := int64(-1)
+	for i := 1; i <= 60; i++ {
+		k := fmt.Sprintf("k%d", i%4)
+		err := l.Append([]Record{{Key: []byte(k), Value: []byte(strconv.Itoa(i))}}, func(pos int64) {
+			if pos <= last {
+				t.Errorf("write %d at position %d, after %d", i, pos, last)
+			}
+			last = pos
+			md.mu.Lock()
+			md.m[k] = i
+			md.mu.Unlock()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.Generation() < 4 {
+		t.Fatalf("compacted only %d times", l.Generation()-1)
+	}
+}
