@@ -413,3 +413,35 @@ func TestWALPositionsIncrease(t *testing.T) {
 		t.Fatalf("compacted only %d times", l.Generation()-1)
 	}
 }
+
+// TestWALCheckpointFreesSegments: the log's records pin the WAL segments
+// that hold them until its checkpoint (its own fsync) runs; then the WAL
+// retires them.
+func TestWALCheckpointFreesSegments(t *testing.T) {
+	fs := vfs.NewMem()
+	l, w, md, err := openWithWALCompact(t, fs, true, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	defer l.Close()
+	for i := 0; w.Size() < 5*walSegBytes; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if err := l.Append([]Record{{Key: []byte(k), Value: []byte(strconv.Itoa(i))}}, func(int64) { md.m[k] = i }); err != nil {
+			t.Fatal(err)
+		}
+		if i > 10000 {
+			t.Fatalf("the WAL holds %d bytes after %d records", w.Size(), i)
+		}
+	}
+	l.mu.RLock()
+	ww := l.w
+	l.mu.RUnlock()
+	if !ww.h.Behind() {
+		t.Fatal("the WAL holds sealed segments with the log's entries but does not ask for a checkpoint")
+	}
+	ww.checkpoint()
+	if got := w.Size(); got > 2*walSegBytes {
+		t.Fatalf("after the checkpoint the WAL holds %d bytes, want at most the active segment's %d", got, walSegBytes)
+	}
+}
