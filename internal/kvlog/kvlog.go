@@ -17,7 +17,7 @@
 //
 // With the shared write-ahead log (Config.WAL, fsync policy always) the
 // records are written without an acceptor, on the caller's goroutine, to
-// the internal log and the WAL; they are durable once a WAL round (one
+// the WAL (and, in bulk, to the internal log); they are durable once a WAL round (one
 // fdatasync shared with the partitions' appends of that round) or the
 // log's own fsync covers them (see walWriter). Their WAL key carries the
 // log's generation (WALKey): a compaction starts a new key, so a crash
@@ -325,6 +325,7 @@ func (s *Log) Append(recs []Record, apply func(pos int64)) error { return s.appe
 
 // Write is Append without waiting for the fsync: it returns once recs
 // are written (the next Append's fsync, or the acceptor's periodic one,
+// or with a WAL the next WAL round or the checkpoint goroutine's tick,
 // makes them durable, in order: a durable record implies that every
 // earlier one is). For records whose loss in a crash recovery tolerates.
 func (s *Log) Write(recs []Record, apply func(pos int64)) error { return s.append(recs, apply, false) }

@@ -44,6 +44,8 @@ type walWriter struct {
 	heals     int        // heals so far
 	healedEnd int64      // the log's end after the last heal: records past it written before were lost
 	retired   bool       // a compaction replaced the log: its records are in the compacted one
+	lastPos   uint64     // the WAL position of the last record written
+	syncedPos uint64     // a WAL round covered the records up to this position
 }
 
 // WALKey is the key of the entries of the log named name (its directory
@@ -121,7 +123,7 @@ func (w *walWriter) write(buf []byte, n int) (int64, func() error, error) {
 		return 0, nil, err
 	}
 	w.pending = append(w.pending, buf...)
-	w.next = end
+	w.next, w.lastPos = end, pos
 	if len(w.pending) >= flushBytes {
 		// A failure fails the log; the next write heals it, and waits
 		// of records the heal could not keep return an error.
@@ -165,6 +167,7 @@ func (w *walWriter) wait(pos uint64, end int64, heals int) error {
 	case err != nil:
 		return err
 	}
+	w.syncedPos = max(w.syncedPos, pos)
 	if f := w.h.Failures(); f != w.cleared {
 		// A round carrying an earlier entry of this log failed: the WAL
 		// may hold this record after a hole, so the log's own fsync
@@ -227,9 +230,24 @@ func (w *walWriter) healLocked() error {
 	return nil
 }
 
-// checkpoint fsyncs the log and checkpoints the WAL if the WAL holds old
+// checkpoint makes durable the records written without waiting (Write)
+// that no WAL round covered yet, as an acceptor's periodic fsync would,
+// then fsyncs the log and checkpoints the WAL if the WAL holds old
 // segments for it (Behind).
 func (w *walWriter) checkpoint() {
+	w.mu.Lock()
+	pos := w.lastPos
+	due := pos > w.syncedPos
+	w.mu.Unlock()
+	if due {
+		if err := w.h.Sync(pos); err != nil {
+			w.warn("kvlog: syncing records written without waiting failed", "err", err)
+		} else {
+			w.mu.Lock()
+			w.syncedPos = max(w.syncedPos, pos)
+			w.mu.Unlock()
+		}
+	}
 	if !w.h.Behind() {
 		return
 	}

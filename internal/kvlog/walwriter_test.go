@@ -445,3 +445,44 @@ func TestWALCheckpointFreesSegments(t *testing.T) {
 		t.Fatalf("after the checkpoint the WAL holds %d bytes, want at most the active segment's %d", got, walSegBytes)
 	}
 }
+
+// TestWALWriteMadeDurableByTick: a record written without waiting
+// (Write) becomes durable at the checkpoint goroutine's next tick even if
+// nothing else is written: a crash after it keeps the record.
+func TestWALWriteMadeDurableByTick(t *testing.T) {
+	fs := vfs.NewMem()
+	l, w, md, err := openWithWALCompact(t, fs, true, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	defer l.Close()
+	if err := l.Write([]Record{{Key: []byte("idle"), Value: []byte("7")}}, func(int64) { md.m["idle"] = 7 }); err != nil {
+		t.Fatal(err)
+	}
+	{
+		r, rw, rmd, err := openWithWALCompact(t, fs.CrashClone(vfs.CrashOptions{}), true, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, before := rmd.m["idle"]
+		r.Close()
+		rw.Close()
+		if before {
+			t.Fatal("the record was durable before any round: the test shows nothing")
+		}
+	}
+	l.mu.RLock()
+	ww := l.w
+	l.mu.RUnlock()
+	ww.checkpoint() // what the tick runs
+	r, rw, rmd, err := openWithWALCompact(t, fs.CrashClone(vfs.CrashOptions{}), true, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	defer r.Close()
+	if rmd.m["idle"] != 7 {
+		t.Fatalf("after the tick and a crash: %v, want idle=7", rmd.m)
+	}
+}
