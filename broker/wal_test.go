@@ -138,27 +138,38 @@ func TestWALCoordinatorsCrashRestart(t *testing.T) {
 		t.Fatalf("the coordinators' logs were fsynced %d times: their records did not go through the WAL", n)
 	}
 	crashed := mem.CrashClone(vfs.CrashOptions{})
+	crashed2 := mem.CrashClone(vfs.CrashOptions{})
 
+	check := func(what string, cb *Broker) {
+		t.Helper()
+		rcl, err := kgo.NewClient(kgo.SeedBrokers(cb.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rcl.Close()
+		radm := kadm.NewClient(rcl)
+		after, err := radm.DescribeTransactions(ctx, "tx-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after["tx-wal"].ProducerID != before["tx-wal"].ProducerID || after["tx-wal"].ProducerEpoch < before["tx-wal"].ProducerEpoch ||
+			after["tx-wal"].State != "CompleteCommit" {
+			t.Fatalf("%s: the transactional id is %+v, before the crash %+v", what, after["tx-wal"], before["tx-wal"])
+		}
+		offs, err := radm.FetchOffsets(ctx, "g-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := offs.Lookup(topic, 0); !ok || o.At != 2 {
+			t.Fatalf("%s: the group's offset is %+v (found %v), want 2", what, o, ok)
+		}
+	}
 	cb := newBroker(t, "/data", withFS(crashed))
-	rcl, err := kgo.NewClient(kgo.SeedBrokers(cb.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rcl.Close()
-	radm := kadm.NewClient(rcl)
-	after, err := radm.DescribeTransactions(ctx, "tx-wal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after["tx-wal"].ProducerID != before["tx-wal"].ProducerID || after["tx-wal"].ProducerEpoch < before["tx-wal"].ProducerEpoch ||
-		after["tx-wal"].State != "CompleteCommit" {
-		t.Fatalf("after the crash the transactional id is %+v, before %+v", after["tx-wal"], before["tx-wal"])
-	}
-	offs, err := radm.FetchOffsets(ctx, "g-wal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := offs.Lookup(topic, 0); !ok || o.At != 2 {
-		t.Fatalf("after the crash the group's offset is %+v (found %v), want 2", o, ok)
-	}
+	check("after the crash", cb)
+	cb.Close()
+	// The WAL off at the next start: its entries are replayed all the
+	// same, the coordinators then write their own logs.
+	ob := newBroker(t, "/data", withFS(crashed2), WAL(false))
+	check("after the crash, restarted with the WAL off", ob)
+	ob.Close()
 }
