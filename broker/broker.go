@@ -258,6 +258,7 @@ func (b *Broker) start() error {
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
 		SyncPolicy:      b.cfg.fsync,
+		WAL:             b.wal,
 		PendingTxnOffset: func(group, topic string, partition int32) bool {
 			tc := b.txnc.Load()
 			return tc != nil && tc.PendingOffset(group, topic, partition)
@@ -465,8 +466,11 @@ func (b *Broker) Close() error {
 			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
 		<-b.snapDone
+		// The coordinators' logs write through the WAL too: if one did
+		// not fsync at close, the WAL still holds its acknowledged records.
+		coordClean := len(errs) == 0
 		perr := b.closePartitions()
-		errs = append(errs, perr, b.closeWAL(perr == nil && !b.walKeep))
+		errs = append(errs, perr, b.closeWAL(perr == nil && coordClean && !b.walKeep))
 		<-b.monitorDone
 		if err := b.lock.Unlock(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: release the data directory lock: %w", err))

@@ -24,6 +24,7 @@ func (b *Broker) openTxn(g *groups.Coordinator) (*txn.Coordinator, error) {
 		FS:            b.fs,
 		Dir:           filepath.Join(b.cfg.dataDir, txnDir),
 		SyncPolicy:    b.cfg.fsync,
+		WAL:           b.wal,
 		Logger:        b.cfg.logger,
 		MaxTimeout:    b.cfg.txnMaxTimeout,
 		SweepInterval: b.cfg.txnSweep,

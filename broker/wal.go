@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 
 	"sluice/internal/acceptor"
+	"sluice/internal/groups"
+	"sluice/internal/kvlog"
 	"sluice/internal/storage"
+	"sluice/internal/txn"
 	"sluice/internal/wal"
 )
 
@@ -58,11 +61,21 @@ func (b *Broker) replayWAL(key wal.Key, l *storage.Log, log *slog.Logger) error 
 }
 
 // retireWALReplay runs once every partition was opened (and replayed):
+// the coordinators' internal logs are brought up to date from it, then
 // the old WAL segments are removed (entries of deleted topics with
 // them). With the WAL off, its directory goes too.
 func (b *Broker) retireWALReplay() error {
 	if b.walReplay == nil {
 		return nil
+	}
+	for _, l := range []struct{ dir, name string }{{groupsDir, groups.WALName}, {txnDir, txn.WALName}} {
+		a, err := kvlog.ReplayWAL(b.fs, filepath.Join(b.cfg.dataDir, l.dir), l.name, b.walReplay, b.cfg.logger)
+		if err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+		if a.Batches > 0 {
+			b.cfg.logger.Info("replayed acknowledged coordinator records from the write-ahead log", "log", l.name, "batches", a.Batches, "next_offset", a.End)
+		}
 	}
 	if err := b.walReplay.Done(); err != nil {
 		return fmt.Errorf("broker: retire the replayed write-ahead log: %w", err)

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"sluice/internal/vfs"
 )
 
@@ -88,5 +91,85 @@ func TestWALCrashRestart(t *testing.T) {
 	if _, err := crashed2.Stat("/data/wal"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the WAL directory survived a start with the WAL off: %v", err)
 	}
+	ob.Close()
+}
+
+// TestWALCoordinatorsCrashRestart: with the WAL, the transaction and
+// group coordinators' records are acknowledged once the WAL holds them,
+// before their own logs are fsynced; after a machine crash the next start
+// replays them from the WAL: the transactional id keeps its producer id
+// and its committed transaction, the group its committed offsets.
+func TestWALCoordinatorsCrashRestart(t *testing.T) {
+	mem := vfs.NewMem()
+	var mu sync.Mutex // guards coordSyncs
+	coordSyncs := 0
+	mem.Inject(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && (strings.HasPrefix(op.Name, "/data/transactions/log-") || strings.HasPrefix(op.Name, "/data/groups/log-")) {
+			mu.Lock()
+			coordSyncs++
+			mu.Unlock()
+		}
+		return nil
+	})
+	b := newBroker(t, "/data", withFS(mem))
+	ctx := txnCtx(t)
+	const topic = "walled-txn"
+	if err := b.CreateTopic(ctx, topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID("tx-wal"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produceTxn(t, cl, topic, true, "c1", "c2")
+	adm := kadm.NewClient(cl)
+	if err := adm.CommitAllOffsets(ctx, "g-wal", kadm.OffsetsFromRecords(kgo.Record{Topic: topic, Partition: 0, Offset: 1})); err != nil {
+		t.Fatal(err)
+	}
+	before, err := adm.DescribeTransactions(ctx, "tx-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	n := coordSyncs
+	mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the coordinators' logs were fsynced %d times: their records did not go through the WAL", n)
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	crashed2 := mem.CrashClone(vfs.CrashOptions{})
+
+	check := func(what string, cb *Broker) {
+		t.Helper()
+		rcl, err := kgo.NewClient(kgo.SeedBrokers(cb.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rcl.Close()
+		radm := kadm.NewClient(rcl)
+		after, err := radm.DescribeTransactions(ctx, "tx-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after["tx-wal"].ProducerID != before["tx-wal"].ProducerID || after["tx-wal"].ProducerEpoch < before["tx-wal"].ProducerEpoch ||
+			after["tx-wal"].State != "CompleteCommit" {
+			t.Fatalf("%s: the transactional id is %+v, before the crash %+v", what, after["tx-wal"], before["tx-wal"])
+		}
+		offs, err := radm.FetchOffsets(ctx, "g-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := offs.Lookup(topic, 0); !ok || o.At != 2 {
+			t.Fatalf("%s: the group's offset is %+v (found %v), want 2", what, o, ok)
+		}
+	}
+	cb := newBroker(t, "/data", withFS(crashed))
+	check("after the crash", cb)
+	cb.Close()
+	// The WAL off at the next start: its entries are replayed all the
+	// same, the coordinators then write their own logs.
+	ob := newBroker(t, "/data", withFS(crashed2), WAL(false))
+	check("after the crash, restarted with the WAL off", ob)
 	ob.Close()
 }

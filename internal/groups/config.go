@@ -10,6 +10,7 @@ import (
 
 	"sluice/internal/acceptor"
 	"sluice/internal/vfs"
+	"sluice/internal/wal"
 )
 
 // Config sets up a coordinator. Zero values take the defaults noted.
@@ -67,7 +68,15 @@ type Config struct {
 	// SyncPolicy is the internal log's fsync policy. Default
 	// acceptor.FsyncAlways: a commit is fsynced before it is acknowledged.
 	SyncPolicy acceptor.FsyncPolicy
+	// WAL, when set (SyncPolicy acceptor.FsyncAlways), is the shared
+	// write-ahead log the internal log's records are made durable
+	// through, under the name WALName (see kvlog.ReplayWAL).
+	WAL *wal.WAL
 }
+
+// WALName names the group coordinator's records in the shared
+// write-ahead log (kvlog.WALKey).
+const WALName = "groups"
 
 // Timer is a scheduled callback; Stop cancels it if it has not run.
 type Timer interface {

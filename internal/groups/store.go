@@ -36,6 +36,8 @@ func openLogStore(cfg Config, onCompact func()) (*logStore, error) {
 		FS:                cfg.FS,
 		Dir:               cfg.Dir,
 		SyncPolicy:        cfg.SyncPolicy,
+		WAL:               cfg.WAL,
+		WALName:           WALName,
 		CompactMinRecords: cfg.CompactMinRecords,
 		Now:               cfg.Now,
 		Logger:            cfg.Logger.With("log", "groups"),

@@ -15,6 +15,17 @@
 // directory CURRENT does not name (an interrupted compaction), so a crash
 // at any point leaves either the old or the new log, never a mix.
 //
+// With the shared write-ahead log (Config.WAL, fsync policy always) the
+// records are written without an acceptor, on the caller's goroutine, to
+// the WAL (and, in bulk, to the internal log); they are durable once a WAL round (one
+// fdatasync shared with the partitions' appends of that round) or the
+// log's own fsync covers them (see walWriter). Their WAL key carries the
+// log's generation (WALKey): a compaction starts a new key, so a crash
+// after the switch never replays entries of the replaced log into the
+// compacted one, and a crash before it replays them into the old one. The
+// broker replays the WAL into the internal log at start (ReplayWAL)
+// before the WAL's old segments go.
+//
 // The group coordinator (internal/groups) and the transaction coordinator
 // (internal/txn) keep their state here.
 package kvlog
@@ -34,6 +45,7 @@ import (
 	"sluice/internal/acceptor"
 	"sluice/internal/storage"
 	"sluice/internal/vfs"
+	"sluice/internal/wal"
 )
 
 // Record is one key-value record. A nil Value is a tombstone.
@@ -61,11 +73,24 @@ type Config struct {
 	Logger *slog.Logger
 	// OnCompact, if set, is called after each compaction (metrics).
 	OnCompact func()
+	// WAL, when set (SyncPolicy acceptor.FsyncAlways only), is the shared
+	// write-ahead log the records are made durable through, in the same
+	// rounds as the partitions' appends; WALName names the log's entries
+	// there (see WALKey) and must not change between runs.
+	WAL     *wal.WAL
+	WALName string
 }
 
-// Log is the store. Goroutines: Start starts the acceptor goroutine that
-// writes the internal log; Close stops it (a compaction stops and
-// restarts it under the exclusive lock).
+// storageConfig is the internal log's storage configuration.
+func storageConfig(lg *slog.Logger) storage.Config {
+	return storage.Config{RetentionAge: -1, RetentionBytes: -1, SegmentAge: -1, SegmentBytes: 64 << 20, Logger: lg}
+}
+
+// Log is the store. Goroutines: without a WAL, Start starts the acceptor
+// goroutine that writes the internal log; Close stops it (a compaction
+// stops and restarts it under the exclusive lock). With a WAL, Start
+// starts the checkpoint goroutine (checkpointLoop); Close stops it
+// (stopCk) and waits for it (ckDone).
 type Log struct {
 	fs         vfs.FS
 	dir        string
@@ -75,6 +100,11 @@ type Log struct {
 	now        func() int64 // milliseconds
 	warn       func(msg string, args ...any)
 	onCompact  func()
+	wal        *wal.WAL
+	walName    string
+	stopCk     chan struct{}
+	ckDone     chan struct{}
+	stopOnce   sync.Once
 
 	// mu guards the fields below through broken and orders appends
 	// against compaction: Append holds it shared from its write until its
@@ -84,7 +114,8 @@ type Log struct {
 	seq      int
 	posBase  int64
 	log      *storage.Log
-	acc      *acceptor.Acceptor
+	acc      *acceptor.Acceptor // without a WAL
+	w        *walWriter         // with a WAL
 	snapshot func() []Record
 	closed   bool
 	broken   error
@@ -113,16 +144,23 @@ func Open(cfg Config) (*Log, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Log{
-		fs:  cfg.FS,
-		dir: cfg.Dir,
-		scfg: storage.Config{RetentionAge: -1, RetentionBytes: -1, SegmentAge: -1, SegmentBytes: 64 << 20,
-			Logger: cfg.Logger},
+		fs:   cfg.FS,
+		dir:  cfg.Dir,
+		scfg: storageConfig(cfg.Logger),
 		acfg: acceptor.Config{Policy: cfg.SyncPolicy, RetentionCheck: -1, QueueSize: 1024,
 			Logger: cfg.Logger},
 		compactMin: int64(cfg.CompactMinRecords),
 		now:        func() int64 { return cfg.Now().UnixMilli() },
 		warn:       cfg.Logger.Warn,
 		onCompact:  cfg.OnCompact,
+		stopCk:     make(chan struct{}),
+		ckDone:     make(chan struct{}),
+	}
+	if cfg.WAL != nil && cfg.SyncPolicy == acceptor.FsyncAlways {
+		if cfg.WALName == "" {
+			return nil, errors.New("kvlog: Config.WALName is required with Config.WAL")
+		}
+		s.wal, s.walName = cfg.WAL, cfg.WALName
 	}
 	if err := s.fs.MkdirAll(s.dir); err != nil {
 		return nil, fmt.Errorf("kvlog: create %s: %w", s.dir, err)
@@ -258,9 +296,23 @@ func (s *Log) Start(snapshot func() []Record) error {
 		}
 	}
 	s.live.Store(int64(len(s.snapshot())))
+	if s.wal != nil {
+		s.w = s.newWriter()
+		go s.checkpointLoop(s.stopCk, s.ckDone)
+		return nil
+	}
 	s.acc = acceptor.Start(s.log, s.acfg)
 	return nil
 }
+
+// newWriter returns the WAL writer of the current log. s.mu is held
+// exclusively (or the log not started).
+func (s *Log) newWriter() *walWriter {
+	return newWalWriter(s.wal.For(WALKey(s.walName, s.seq)), s.log, s.warn)
+}
+
+// started reports whether the log takes writes (s.mu is held).
+func (s *Log) started() bool { return s.acc != nil || s.w != nil }
 
 // Append makes recs durable, in order, then calls apply (if not nil)
 // with the position of the first before returning nil. Positions
@@ -273,6 +325,7 @@ func (s *Log) Append(recs []Record, apply func(pos int64)) error { return s.appe
 
 // Write is Append without waiting for the fsync: it returns once recs
 // are written (the next Append's fsync, or the acceptor's periodic one,
+// or with a WAL the next WAL round or the checkpoint goroutine's tick,
 // makes them durable, in order: a durable record implies that every
 // earlier one is). For records whose loss in a crash recovery tolerates.
 func (s *Log) Write(recs []Record, apply func(pos int64)) error { return s.append(recs, apply, false) }
@@ -286,13 +339,30 @@ func (s *Log) Write(recs []Record, apply func(pos int64)) error { return s.appen
 func (s *Log) Enqueue(recs []Record) (wait func() error, err error) {
 	buf := encodeBatch(nil, recs, s.now())
 	s.mu.RLock()
-	if s.closed || s.acc == nil {
+	if s.closed || !s.started() {
 		s.mu.RUnlock()
 		return nil, ErrClosed
 	}
 	if s.broken != nil {
 		s.mu.RUnlock()
 		return nil, s.broken
+	}
+	if s.w != nil {
+		_, wait, err := s.w.write(buf, len(recs))
+		if err == nil {
+			s.records.Add(int64(len(recs)))
+		}
+		s.mu.RUnlock()
+		if err != nil {
+			return nil, fmt.Errorf("kvlog: write internal log: %w", err)
+		}
+		return func() error {
+			if err := wait(); err != nil {
+				return fmt.Errorf("kvlog: write internal log: %w", err)
+			}
+			s.maybeCompact(s.records.Load())
+			return nil
+		}, nil
 	}
 	pend, err := s.acc.Enqueue(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: true})
 	if err == nil {
@@ -314,13 +384,16 @@ func (s *Log) Enqueue(recs []Record) (wait func() error, err error) {
 func (s *Log) append(recs []Record, apply func(int64), durable bool) error {
 	buf := encodeBatch(nil, recs, s.now())
 	s.mu.RLock()
-	if s.closed || s.acc == nil {
+	if s.closed || !s.started() {
 		s.mu.RUnlock()
 		return ErrClosed
 	}
 	if s.broken != nil {
 		s.mu.RUnlock()
 		return s.broken
+	}
+	if s.w != nil {
+		return s.appendWAL(buf, len(recs), apply, durable)
 	}
 	// Background context: once queued, the write completes and is applied,
 	// so memory and log agree whatever happens to the caller.
@@ -334,6 +407,25 @@ func (s *Log) append(recs []Record, apply func(int64), durable bool) error {
 		return fmt.Errorf("kvlog: write internal log: %w", err)
 	}
 	s.maybeCompact(n)
+	return nil
+}
+
+// appendWAL is append with the WAL. s.mu is held shared; appendWAL
+// releases it.
+func (s *Log) appendWAL(buf []byte, n int, apply func(int64), durable bool) error {
+	base, wait, err := s.w.write(buf, n)
+	if err == nil && durable {
+		err = wait()
+	}
+	if err == nil && apply != nil {
+		apply(s.posBase + base)
+	}
+	total := s.records.Add(int64(n))
+	s.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("kvlog: write internal log: %w", err)
+	}
+	s.maybeCompact(total)
 	return nil
 }
 
@@ -353,6 +445,12 @@ func (s *Log) compact() error {
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
+	}
+	if s.w != nil {
+		// Appends hold s.mu shared through their write: none is half
+		// written. Records written and not yet durable are in the
+		// snapshot (their state was published first).
+		return s.rewriteLocked(s.snapshot())
 	}
 	if err := s.acc.Close(); err != nil {
 		s.warn("kvlog: internal log writer stopped with an error", "err", err)
@@ -403,8 +501,17 @@ func (s *Log) rewriteLocked(live []Record) error {
 		return fail(err)
 	}
 	old := s.log
-	s.posBase += old.NextOffset()
+	oldEnd := old.NextOffset()
+	if s.w != nil {
+		oldEnd = s.w.end() // its batches not yet written to the log count too
+	}
+	s.posBase += oldEnd
 	s.log, s.seq = nl, seq
+	if s.w != nil {
+		// Before the old log closes: a writer's wait may still fsync it.
+		s.w.retire()
+		s.w = s.newWriter()
+	}
 	s.records.Store(off)
 	s.live.Store(off)
 	if err := old.Close(); err != nil {
@@ -434,6 +541,14 @@ func (s *Log) Records() int64 { return s.records.Load() }
 
 // Close stops the writer and closes the log. It is idempotent.
 func (s *Log) Close() error {
+	s.mu.RLock()
+	ck := s.w != nil
+	s.mu.RUnlock()
+	if ck {
+		// Before taking s.mu: the loop takes it shared.
+		s.stopOnce.Do(func() { close(s.stopCk) })
+		<-s.ckDone
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -443,6 +558,9 @@ func (s *Log) Close() error {
 	var err error
 	if s.acc != nil {
 		err = s.acc.Close()
+	}
+	if s.w != nil {
+		err = s.w.close()
 	}
 	if cerr := s.log.Close(); err == nil {
 		err = cerr

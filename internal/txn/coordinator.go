@@ -47,6 +47,7 @@ import (
 	"sluice/internal/acceptor"
 	"sluice/internal/kvlog"
 	"sluice/internal/vfs"
+	"sluice/internal/wal"
 )
 
 // Defaults for zero Config fields.
@@ -55,13 +56,22 @@ const (
 	DefaultSweepInterval = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
 )
 
+// WALName names the coordinator's records in the shared write-ahead log
+// (kvlog.WALKey).
+const WALName = "transactions"
+
 // Config sets up a coordinator.
 type Config struct {
 	FS         vfs.FS
 	Dir        string
 	SyncPolicy acceptor.FsyncPolicy
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// WAL, when set (SyncPolicy acceptor.FsyncAlways), is the shared
+	// write-ahead log the coordinator's records are made durable through,
+	// in the same rounds as the markers and the transactional batches,
+	// under the name WALName (see kvlog.ReplayWAL).
+	WAL    *wal.WAL
+	Logger *slog.Logger
+	Now    func() time.Time
 	// MaxTimeout bounds transaction.timeout.ms (InitProducerId beyond it
 	// gets INVALID_TRANSACTION_TIMEOUT). Default 15 min.
 	MaxTimeout time.Duration
@@ -186,7 +196,7 @@ func Open(cfg Config) (*Coordinator, error) {
 	if cfg.AllocPID == nil || cfg.WriteMarkers == nil || cfg.CommitOffsets == nil {
 		return nil, errors.New("txn: Config.AllocPID, WriteMarkers and CommitOffsets are required")
 	}
-	l, err := kvlog.Open(kvlog.Config{FS: cfg.FS, Dir: cfg.Dir, SyncPolicy: cfg.SyncPolicy,
+	l, err := kvlog.Open(kvlog.Config{FS: cfg.FS, Dir: cfg.Dir, SyncPolicy: cfg.SyncPolicy, WAL: cfg.WAL, WALName: WALName,
 		CompactMinRecords: cfg.CompactMinRecords, Now: cfg.Now, Logger: cfg.Logger.With("log", "transactions")})
 	if err != nil {
 		return nil, fmt.Errorf("txn: %w", err)

@@ -116,8 +116,9 @@ type WAL struct {
 	ckpt      map[Key]int64 // per key, its log is fsynced below this offset
 	segs      []*seg        // segments with entries that may be needed, oldest first; the last is active
 	closed    bool
-	stats     Stats // rounds so far, for metrics
-	keep      int   // sealed segments held before Behind asks for checkpoints (see keepFor)
+	stats     Stats          // rounds so far, for metrics
+	failed    map[Key]uint64 // per key, the failed rounds that carried its entries
+	keep      int            // sealed segments held before Behind asks for checkpoints (see keepFor)
 
 	rmMu sync.Mutex // serializes the removal of segment files (taken before mu)
 
@@ -180,6 +181,7 @@ func Open(o Options) (*WAL, *Replay, error) {
 		log:       o.Logger,
 		keep:      minKeepSealed,
 		ckpt:      map[Key]int64{},
+		failed:    map[Key]uint64{},
 		prepC:     make(chan prepared),
 		stop:      make(chan struct{}),
 		prepDone:  make(chan struct{}),
@@ -401,6 +403,11 @@ func (w *WAL) lead() {
 		w.fails = append(w.fails, failRange{from: from, to: r.target, err: err})
 		if len(w.fails) > maxFails {
 			w.fails = w.fails[1:]
+		}
+		for i := range metas {
+			if i == 0 || metas[i].key != metas[i-1].key {
+				w.failed[metas[i].key]++
+			}
 		}
 	}
 	w.done = r.target
@@ -912,7 +919,49 @@ func (h *Handle) Alone() bool {
 // Behind reports whether the key should checkpoint now (see WAL.Behind).
 func (h *Handle) Behind() bool { return h.w.Behind(h.k) }
 
+// Failures counts the failed rounds that carried entries of the key. A
+// writer whose waits run concurrently (not one after another, as a
+// partition's acceptor's do) compares it before and after: a Sync that
+// succeeded while the count moved may cover an entry that follows a lost
+// one of the same key, durable in the WAL after a hole that replay would
+// stop at; the writer then fsyncs its own log before it acknowledges.
+func (h *Handle) Failures() uint64 {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return h.w.failed[h.k]
+}
+
+// Forget says the key's log is gone (replaced): none of its entries are
+// needed any more.
+func (h *Handle) Forget() {
+	h.w.Forget(h.k)
+	h.w.mu.Lock()
+	delete(h.w.failed, h.k)
+	h.w.mu.Unlock()
+}
+
 // Refill appends to t the key's durable batches from t's end up to (not
 // including) offset to, reading them from the WAL's files: what a healing
 // partition lost when its log was cut back to its own last fsync.
-func (h *Handle) Refill(t Target, to int64) error { return h.w.refill(h.k, t, to) }
+func (h *Handle) Refill(t Target, to int64) error {
+	if err := h.w.refill(h.k, t, to); err != nil {
+		return err
+	}
+	if end := t.NextOffset(); end < to {
+		return fmt.Errorf("wal: refill found the log's data up to offset %d only, %d acknowledged", end, to)
+	}
+	return nil
+}
+
+// RefillAvailable appends to t the key's batches found in the WAL's files
+// from t's end up to (not including) offset to, as far as they continue
+// t without a hole, and returns t's end afterwards: for a writer that
+// does not know which of its appends were acknowledged, only that every
+// acknowledged one is either in its log's fsynced bytes or contiguous
+// after them in the WAL.
+func (h *Handle) RefillAvailable(t Target, to int64) (int64, error) {
+	if err := h.w.refill(h.k, t, to); err != nil {
+		return t.NextOffset(), err
+	}
+	return t.NextOffset(), nil
+}

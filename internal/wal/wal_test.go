@@ -378,6 +378,41 @@ func TestFailedRoundFailsItsWaiters(t *testing.T) {
 	if st := w.Stats(); st.Rounds != 3 || st.FailedRounds != 1 || st.Entries != 4 {
 		t.Fatalf("stats %+v, want 3 rounds (one failed) of 4 entries", st)
 	}
+	// Both keys had an entry in the failed round; key 2 none.
+	if f0, f1, f2 := w.For(key(0)).Failures(), w.For(key(1)).Failures(), w.For(key(2)).Failures(); f0 != 1 || f1 != 1 || f2 != 0 {
+		t.Fatalf("failures per key %d, %d, %d; want 1, 1, 0", f0, f1, f2)
+	}
+	w.For(key(1)).Forget()
+	if f := w.For(key(1)).Failures(); f != 0 {
+		t.Fatalf("failures of a forgotten key: %d", f)
+	}
+}
+
+// TestRefillAvailable: a refill that does not know what was acknowledged
+// takes the key's batches as far as they continue the log, stopping at a
+// hole without an error.
+func TestRefillAvailable(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _ := open(t, fs, 64<<10)
+	defer w.Close()
+	h := w.For(key(3))
+	for _, b := range []struct{ first, n int64 }{{0, 2}, {2, 1}, {5, 1}} { // 3 and 4 are a hole
+		p, err := h.Append(b.first, b.first+b.n, batches(b.first, int(b.n), b.first))
+		if err == nil {
+			err = h.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := &memLog{}
+	end, err := h.RefillAvailable(l, 10)
+	if err != nil || end != 3 || l.next != 3 {
+		t.Fatalf("refill: end %d, log at %d, err %v; want 3, 3, nil", end, l.next, err)
+	}
+	if err := h.Refill(&memLog{}, 4); err == nil {
+		t.Fatal("Refill short of the acknowledged end returned nil")
+	}
 }
 
 // TestAlone: a key is alone after a round that carried its entries and no
