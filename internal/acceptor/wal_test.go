@@ -188,9 +188,21 @@ var walCfg = Config{BufferSize: 8 << 10, QueueSize: 64, RetentionCheck: -1, WALM
 func TestWALCrashAtEveryBoundary(t *testing.T) {
 	const parts, n = 4, 120
 	fs := vfs.NewMem()
-	res := runWALWorkload(t, fs, parts, n, 6, walCfg)
+	clean := walCfg
+	clean.Metrics = NewMetrics(nil)
+	res := runWALWorkload(t, fs, parts, n, 6, clean)
 	if res.firstErr != nil {
 		t.Fatalf("clean run: %v", res.firstErr)
+	}
+	// The workload takes both paths the crash points then cut: appends
+	// handled inline (their WAL syncs ended by the WAL's flusher) and
+	// appends queued to the partitions' goroutines.
+	var d dto.Metric
+	if err := clean.Metrics.Inline.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if inl := int(d.GetCounter().GetValue()); inl == 0 || inl == n {
+		t.Fatalf("%d of %d appends inline in the clean run; the crash points would miss a path", inl, n)
 	}
 	got := 0
 	for _, a := range res.acks {
