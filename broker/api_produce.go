@@ -15,8 +15,11 @@ package broker
 //   - Idempotent batches are checked in the partition's acceptor,
 //     serialized with offset assignment (see producers.go): a retried
 //     batch gets its original base offset and is not written again.
-//   - Every partition's append is queued, in order, on the connection's
-//     read loop, before any is waited for, so partitions' fsyncs overlap;
+//   - Every partition's append is queued on the connection's read loop
+//     (a request over 128 partitions or more is split between it and up
+//     to three helpers it waits for: parallelProduce), before any is
+//     waited for and before the next request is read, so partitions'
+//     fsyncs overlap and each partition keeps its order;
 //     the connection's writer waits for them and writes the response
 //     (deferredReply), so the read loop reads the next request at once:
 //     a pipelining producer's requests share group commits and keep their
@@ -44,6 +47,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -60,8 +65,9 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	b := r.b
-	// Every partition's append is queued here, on the read loop, in
-	// request order; the connection's writer waits for them (finish),
+	// Every partition's append is queued here, on the read loop (and its
+	// helpers for a large request); the connection's writer waits for
+	// them (finish),
 	// while the read loop reads the next request, so a pipelining
 	// producer's next request joins the same group commit while its
 	// batches keep their order per partition.
@@ -72,7 +78,17 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		end *atomic.Int64 // see enqueue
 		add *txnAdd
 	}
-	var waits []queued
+	// A partition to validate and queue, with its outcome.
+	type item struct {
+		sp    *kmsg.ProduceResponseTopicPartition
+		p     *partition
+		t     *topic
+		topic string
+		rp    *kmsg.ProduceRequestTopicPartition
+		q     queued
+		ok    bool // queued
+	}
+	var items []item
 	for _, rt := range req.Topics {
 		st := kmsg.ProduceResponseTopic{Topic: rt.Topic}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
@@ -81,11 +97,11 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		if req.TransactionID != nil && !r.allowed(opWrite, resTxnID, *req.TransactionID) {
 			denied = true
 		}
-		for i, rp := range rt.Partitions {
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
 			sp := &st.Partitions[i]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			var p *partition
 			var err error
 			switch {
 			case denied:
@@ -96,36 +112,45 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				err = errCode(kerr.InvalidTopicException, "%s is internal: clients may not produce to it", rt.Topic)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				err = errCode(kerr.UnknownTopicOrPartition, "%s/%d does not exist", rt.Topic, rp.Partition)
-			default:
-				p = t.parts[rp.Partition]
-			}
-			var hs []batch.Header
-			var n int64
-			if err == nil {
-				hs, n, err = validateBatches(rp.Records, t.conf.maxMessageBytes)
-			}
-			if err == nil && t.conf.compact {
-				err = requireKeys(rt.Topic, rp.Partition, rp.Records)
-			}
-			var pend acceptor.Pending
-			var end *atomic.Int64
-			var add *txnAdd
-			if req.TransactionID != nil {
-				add = &txnAdd{implicit: req.Version >= 12}
-			}
-			if err == nil {
-				if req.Acks == -1 {
-					end = new(atomic.Int64)
-				}
-				pend, err = b.enqueue(context.Background(), p, rp.Records, hs, n, req.Acks == -1, end, add)
 			}
 			if err != nil {
 				setProduceError(sp, req.Version, err)
 				continue
 			}
-			waits = append(waits, queued{sp, p, pend, end, add})
+			items = append(items, item{sp: sp, p: t.parts[rp.Partition], t: t, topic: rt.Topic, rp: rp})
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	// work validates and queues one partition's batches.
+	work := func(it *item) {
+		hs, n, err := validateBatches(it.rp.Records, it.t.conf.maxMessageBytes)
+		if err == nil && it.t.conf.compact {
+			err = requireKeys(it.topic, it.rp.Partition, it.rp.Records)
+		}
+		var pend acceptor.Pending
+		var end *atomic.Int64
+		var add *txnAdd
+		if req.TransactionID != nil {
+			add = &txnAdd{implicit: req.Version >= 12}
+		}
+		if err == nil {
+			if req.Acks == -1 {
+				end = new(atomic.Int64)
+			}
+			pend, err = b.enqueue(context.Background(), it.p, it.rp.Records, hs, n, req.Acks == -1, end, add)
+		}
+		if err != nil {
+			setProduceError(it.sp, req.Version, err)
+			return
+		}
+		it.q, it.ok = queued{it.sp, it.p, pend, end, add}, true
+	}
+	parallelProduce(items, func(i int) *partition { return items[i].p }, func(i int) { work(&items[i]) })
+	waits := make([]queued, 0, len(items))
+	for i := range items {
+		if items[i].ok {
+			waits = append(waits, items[i].q)
+		}
 	}
 	finish := func() kmsg.Response {
 		for _, q := range waits {
@@ -159,6 +184,59 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		return true
 	}
 	return &deferredReply{Response: resp, finish: finish, ready: ready}, nil
+}
+
+// parallelMin is the fewest partitions in one produce request that are
+// validated and queued by more than one goroutine.
+const parallelMin = 128
+
+// parallelProduce runs do(i) for each of n items (len(items)): on the
+// calling goroutine, or, for a request over many partitions, split
+// between it and up to GOMAXPROCS-1 helpers (at most 3), and returns once
+// all are done. With the shared WAL most appends are handled inline by
+// whoever queues them (acceptor.Acceptor.Enqueue), so one connection's
+// request over 2000 partitions would otherwise run on one core. Each
+// partition's appends keep their order: a request's items are all queued
+// before the connection reads its next request, and a request naming a
+// partition twice runs on one goroutine.
+func parallelProduce[T any](items []T, part func(i int) *partition, do func(i int)) {
+	n := len(items)
+	k := min(runtime.GOMAXPROCS(0), 4, n/(parallelMin/2))
+	if n < parallelMin || k < 2 {
+		for i := range n {
+			do(i)
+		}
+		return
+	}
+	seen := make(map[*partition]struct{}, n)
+	for i := range n {
+		if _, dup := seen[part(i)]; dup {
+			for i := range n {
+				do(i)
+			}
+			return
+		}
+		seen[part(i)] = struct{}{}
+	}
+	var wg sync.WaitGroup
+	chunk := (n + k - 1) / k
+	for c := 1; c < k; c++ {
+		from, to := c*chunk, min((c+1)*chunk, n)
+		if from >= to {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := from; i < to; i++ {
+				do(i)
+			}
+		}()
+	}
+	for i := range min(chunk, n) {
+		do(i)
+	}
+	wg.Wait()
 }
 
 func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err error) {

@@ -116,3 +116,52 @@ func testProduceFramesReused(t *testing.T, wal bool) {
 		}
 	}
 }
+
+// TestParallelProduce: a request over many partitions is split between
+// goroutines, each item done exactly once; a small request, or one that
+// names a partition twice, runs in order on the caller.
+func TestParallelProduce(t *testing.T) {
+	parts := make([]*partition, 1000)
+	for i := range parts {
+		parts[i] = &partition{index: int32(i)}
+	}
+	for _, c := range []struct {
+		name   string
+		n      int
+		dup    bool
+		serial bool
+	}{
+		{"small", parallelMin - 1, false, true},
+		{"many", 1000, false, false},
+		{"many with a partition twice", 1000, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			items := make([]*partition, c.n)
+			copy(items, parts)
+			if c.dup {
+				items[c.n-1] = items[0]
+			}
+			var mu sync.Mutex // guards order
+			var order []int
+			done := make([]int, c.n)
+			parallelProduce(items, func(i int) *partition { return items[i] }, func(i int) {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				done[i]++
+			})
+			for i, d := range done {
+				if d != 1 {
+					t.Fatalf("item %d done %d times", i, d)
+				}
+			}
+			if c.serial {
+				for i, o := range order {
+					if o != i {
+						t.Fatalf("item %d done at position %d: not in order on one goroutine", o, i)
+					}
+				}
+			}
+		})
+	}
+}
