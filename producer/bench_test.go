@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -56,72 +57,79 @@ func BenchmarkProduce(b *testing.B) {
 
 	variants := []struct {
 		name string
-		// setup returns the function each caller calls once per input.
-		setup func(b *testing.B) (produce func(ctx context.Context) error, done func())
+		// setup returns the function each caller calls once per input, and
+		// the producer's sink wrapped to measure its flushes (nil for
+		// franz-go).
+		setup func(b *testing.B) (produce func(ctx context.Context) error, done func(), fs *flushStats)
 	}{
-		{"sluice", func(b *testing.B) (func(context.Context) error, func()) {
-			p, err := producer.NewRecordProducer(producer.WithSink(producer.NewKafkaSink(newClient(b), newTopic(b), 0)))
+		{"sluice", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
+			fs := &flushStats{Sink: producer.NewKafkaSink(newClient(b), newTopic(b), 0)}
+			p, err := producer.NewRecordProducer(producer.WithSink(fs))
 			if err != nil {
 				b.Fatal(err)
 			}
 			return func(ctx context.Context) error {
 				_, err := p.Produce(ctx, producer.Record{Value: value})
 				return err
-			}, func() { p.Close(context.Background()) }
+			}, func() { p.Close(context.Background()) }, fs
 		}},
-		{"sluice-inflight2", func(b *testing.B) (func(context.Context) error, func()) {
-			p, err := producer.NewRecordProducer(producer.MaxInFlight(2), producer.WithSink(producer.NewKafkaSink(newClient(b), newTopic(b), 0)))
+		{"sluice-inflight2", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
+			fs := &flushStats{Sink: producer.NewKafkaSink(newClient(b), newTopic(b), 0)}
+			p, err := producer.NewRecordProducer(producer.MaxInFlight(2), producer.WithSink(fs))
 			if err != nil {
 				b.Fatal(err)
 			}
 			return func(ctx context.Context) error {
 				_, err := p.Produce(ctx, producer.Record{Value: value})
 				return err
-			}, func() { p.Close(context.Background()) }
+			}, func() { p.Close(context.Background()) }, fs
 		}},
-		{"sluice-packing", func(b *testing.B) (func(context.Context) error, func()) {
-			p, err := producer.New[[]byte, packTag, PackedStatus](&packer{maxRecord: 16 << 10}, producer.WithSink(producer.NewKafkaSink(newClient(b), newTopic(b), 0)))
+		{"sluice-packing", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
+			fs := &flushStats{Sink: producer.NewKafkaSink(newClient(b), newTopic(b), 0)}
+			p, err := producer.New[[]byte, packTag, PackedStatus](&packer{maxRecord: 16 << 10}, producer.WithSink(fs))
 			if err != nil {
 				b.Fatal(err)
 			}
 			return func(ctx context.Context) error {
 				_, err := p.Produce(ctx, value)
 				return err
-			}, func() { p.Close(context.Background()) }
+			}, func() { p.Close(context.Background()) }, fs
 		}},
-		{"sluice-inprocess", func(b *testing.B) (func(context.Context) error, func()) {
-			p, err := producer.NewRecordProducer(producer.WithSink(producer.NewInProcessSink(brk, newTopic(b), 0, -1)))
+		{"sluice-inprocess", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
+			fs := &flushStats{Sink: producer.NewInProcessSink(brk, newTopic(b), 0, -1)}
+			p, err := producer.NewRecordProducer(producer.WithSink(fs))
 			if err != nil {
 				b.Fatal(err)
 			}
 			return func(ctx context.Context) error {
 				_, err := p.Produce(ctx, producer.Record{Value: value})
 				return err
-			}, func() { p.Close(context.Background()) }
+			}, func() { p.Close(context.Background()) }, fs
 		}},
-		{"franz-go", func(b *testing.B) (func(context.Context) error, func()) {
+		{"franz-go", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
 			cl, topic := newClient(b), newTopic(b)
 			return func(ctx context.Context) error {
 				return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: value}).FirstErr()
-			}, func() {}
+			}, func() {}, nil
 		}},
 	}
 	for _, callers := range []int{1, 16, 256, 4096} {
 		for _, v := range variants {
 			b.Run(fmt.Sprintf("callers=%d/%s", callers, v.name), func(b *testing.B) {
-				produce, done := v.setup(b)
+				produce, done, fs := v.setup(b)
 				defer done()
-				runCallers(b, callers, produce)
+				runCallers(b, callers, produce, fs)
 			})
 		}
 	}
 }
 
 // runCallers shares b.N calls of produce among callers goroutines and
-// reports throughput and latency percentiles. One untimed call first sets
-// up what the first call would otherwise pay for inside the timing (the
-// client's metadata, connection and producer id).
-func runCallers(b *testing.B, callers int, produce func(context.Context) error) {
+// reports throughput and latency percentiles, and, when fs is not nil, how
+// the producer's flushes used the sink. One untimed call first sets up what
+// the first call would otherwise pay for inside the timing (the client's
+// metadata, connection and producer id).
+func runCallers(b *testing.B, callers int, produce func(context.Context) error, fs *flushStats) {
 	ctx := context.Background()
 	if err := produce(ctx); err != nil {
 		b.Fatal(err)
@@ -154,6 +162,7 @@ func runCallers(b *testing.B, callers int, produce func(context.Context) error) 
 		}()
 	}
 	b.ResetTimer()
+	fs.reset()
 	cpu0 := processCPU(b)
 	t0 := time.Now()
 	close(start)
@@ -172,7 +181,74 @@ func runCallers(b *testing.B, callers int, produce func(context.Context) error) 
 	b.ReportMetric(pct(0.99), "p99-µs")
 	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(len(all)), "cpu-µs/input")
 	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "cpu-%")
+	fs.report(b, elapsed)
 	b.ReportMetric(0, "ns/op")
+}
+
+// flushStats wraps a producer's Sink and measures its flushes: how many
+// records each carried, how long each sink call took, and the share of wall
+// time during which at least one sink call was running (sink-busy-%). With
+// one flush at a time, the rest of the time is spent waking the batch's
+// callers and letting the next batch fill.
+type flushStats struct {
+	producer.Sink
+
+	mu      sync.Mutex // guards the fields below
+	inside  int        // sink calls running now
+	since   time.Time  // when inside last rose from 0
+	busy    time.Duration
+	flushes int
+	records int
+	inSink  time.Duration // sum of every call's duration
+}
+
+func (s *flushStats) Produce(ctx context.Context, b producer.Batch) ([]int64, error) {
+	t0 := time.Now()
+	s.mu.Lock()
+	if s.inside == 0 {
+		s.since = t0
+	}
+	s.inside++
+	s.flushes++
+	s.records += len(b.Records)
+	s.mu.Unlock()
+	offsets, err := s.Sink.Produce(ctx, b)
+	t1 := time.Now()
+	s.mu.Lock()
+	s.inside--
+	if s.inside == 0 {
+		s.busy += t1.Sub(s.since)
+	}
+	s.inSink += t1.Sub(t0)
+	s.mu.Unlock()
+	return offsets, err
+}
+
+// reset starts the measurement; calls already running count from now.
+func (s *flushStats) reset() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.since = time.Now()
+	s.busy, s.flushes, s.records, s.inSink = 0, 0, 0, 0
+}
+
+// report adds the flush metrics to b; elapsed is the timed part's wall
+// time, at whose end no sink call is running (every caller has its result).
+func (s *flushStats) report(b *testing.B, elapsed time.Duration) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flushes == 0 {
+		return
+	}
+	b.ReportMetric(float64(s.records)/float64(s.flushes), "recs/flush")
+	b.ReportMetric(float64(s.inSink.Microseconds())/float64(s.flushes), "sink-µs/flush")
+	b.ReportMetric(100*s.busy.Seconds()/elapsed.Seconds(), "sink-busy-%")
 }
 
 // processCPU is the CPU time (user and system) the benchmark process has
@@ -187,3 +263,153 @@ func processCPU(b *testing.B) time.Duration {
 }
 
 var _ producer.Appender = (*broker.Broker)(nil)
+
+// BenchmarkEngine measures the producer alone, without a broker: callers
+// produce 100-byte inputs through NewRecordProducer's defaults to a sink
+// that returns offsets at once, so every cost left is the producer's and
+// the Go runtime's (pushing under the mutex, parking and waking callers,
+// one send goroutine per batch). wake-floor is the runtime's share alone:
+// the same callers join a shared batch under a mutex, and the last one to
+// join closes its channel, waking all. Reported: wall time and process CPU
+// time per input.
+func BenchmarkEngine(b *testing.B) {
+	value := make([]byte, 100)
+	for _, callers := range []int{1, 16, 256, 4096} {
+		b.Run(fmt.Sprintf("callers=%d/producer", callers), func(b *testing.B) {
+			p, err := producer.NewRecordProducer(producer.WithSink(&instantSink{}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close(context.Background())
+			runClosedLoop(b, callers, func(ctx context.Context) error {
+				_, err := p.Produce(ctx, producer.Record{Value: value})
+				return err
+			})
+		})
+		b.Run(fmt.Sprintf("callers=%d/wake-floor", callers), func(b *testing.B) {
+			w := &wakeFloor{n: callers, cur: make(chan struct{})}
+			runClosedLoop(b, callers, w.join)
+		})
+	}
+}
+
+// runClosedLoop shares about b.N calls of f among callers goroutines, each
+// in a closed loop making the same number of calls, and reports wall and
+// CPU time per call.
+func runClosedLoop(b *testing.B, callers int, f func(context.Context) error) {
+	ctx := context.Background()
+	per := max(b.N/callers, 1) // every caller makes the same number of calls
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < per; i++ {
+				if err := f(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(t0)
+	cpu := processCPU(b) - cpu0
+	b.StopTimer()
+	n := float64(per * callers)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/input")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/input")
+	b.ReportMetric(0, "ns/op")
+}
+
+// instantSink writes nothing and returns consecutive offsets at once.
+type instantSink struct{ next atomic.Int64 }
+
+func (s *instantSink) Produce(_ context.Context, b producer.Batch) ([]int64, error) {
+	offsets := make([]int64, len(b.Records))
+	base := s.next.Add(int64(len(offsets))) - int64(len(offsets))
+	for i := range offsets {
+		offsets[i] = base + int64(i)
+	}
+	return offsets, nil
+}
+
+// wakeFloor is the least a batching producer's callers can cost the
+// runtime: each call joins the current batch under a mutex and parks until
+// the batch is complete; the n-th caller to join completes it, starts the
+// next and wakes the others by closing the batch's channel. With every
+// caller in a closed loop, n callers always complete a batch.
+type wakeFloor struct {
+	n int
+
+	mu     sync.Mutex    // guards the fields below
+	cur    chan struct{} // closed when the current batch is complete
+	joined int           // callers in the current batch
+}
+
+func (w *wakeFloor) join(context.Context) error {
+	w.mu.Lock()
+	ch := w.cur
+	w.joined++
+	if w.joined == w.n {
+		w.joined = 0
+		w.cur = make(chan struct{})
+		w.mu.Unlock()
+		close(ch)
+		return nil
+	}
+	w.mu.Unlock()
+	<-ch
+	return nil
+}
+
+// The benchmarks' helpers measure what they say: flushStats counts every
+// flush of a producer and its records (a lone caller's input is a flush of
+// its own: adaptive linger sends it at once), and wakeFloor completes a
+// batch each time all its callers have joined.
+func TestBenchmarkHelpers(t *testing.T) {
+	fs := &flushStats{Sink: &instantSink{}}
+	p, err := producer.NewRecordProducer(producer.WithSink(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.reset()
+	for i := 0; i < 5; i++ {
+		off, err := p.Produce(context.Background(), producer.Record{Value: []byte("v")})
+		if err != nil || off != int64(i) {
+			t.Fatalf("input %d: offset %d, %v", i, off, err)
+		}
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fs.mu.Lock()
+	flushes, records, inside := fs.flushes, fs.records, fs.inside
+	fs.mu.Unlock()
+	if flushes != 5 || records != 5 || inside != 0 {
+		t.Fatalf("flushStats: %d flushes, %d records, %d calls running; want 5, 5, 0", flushes, records, inside)
+	}
+
+	const callers, rounds = 8, 3
+	w := &wakeFloor{n: callers, cur: make(chan struct{})}
+	var wg sync.WaitGroup
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				w.join(context.Background())
+			}
+		}()
+	}
+	wg.Wait() // each round's batch completed, or this never returns
+	if w.joined != 0 {
+		t.Fatalf("%d callers left in an incomplete batch", w.joined)
+	}
+}
