@@ -10,8 +10,9 @@ package integration
 // transactions of 1, 10, 100 or 1000 records (Begin, pipelined Produce,
 // EndTransaction commit; client linger 0), from 1, 16 or 64 concurrent
 // transactional producers (one client and transactional id each), and
-// reports records/s and the broker process's CPU time (utime+stime from
-// /proc) per record.
+// reports records/s, the broker process's CPU time (utime+stime from
+// /proc) per record and the bytes it passed to write system calls (files
+// and sockets: wchar in /proc/PID/io) per record.
 
 import (
 	"bufio"
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,6 +143,24 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	return u.CPU
 }
 
+// procWritten returns the bytes a process handed to write system calls
+// (wchar in /proc/PID/io: files and sockets), or -1 when unknown.
+func procWritten(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "wchar:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // benchTxnProducers are the numbers of concurrent transactional
 // producers each transaction size runs with.
 var benchTxnProducers = []int{1, 16, 64}
@@ -238,15 +258,18 @@ func benchTxnRun(b *testing.B, kind string, size, np int) {
 	}
 	txns := (int64(b.N) + int64(size) - 1) / int64(size)
 	records := txns * int64(size)
-	cpu0 := procCPU(b, pid)
+	cpu0, w0 := procCPU(b, pid), procWritten(pid)
 	b.ResetTimer()
 	start := time.Now()
 	run(txns)
 	el := time.Since(start)
 	b.StopTimer()
-	cpu := procCPU(b, pid) - cpu0
+	cpu, w1 := procCPU(b, pid)-cpu0, procWritten(pid)
 	b.ReportMetric(float64(records)/el.Seconds(), "records/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(records), "broker-cpu-µs/record")
+	if w0 >= 0 && w1 >= 0 {
+		b.ReportMetric(float64(w1-w0)/float64(records), "broker-written-B/record")
+	}
 }
 
 func BenchmarkTxn1(b *testing.B)    { benchTxn(b, 1) }

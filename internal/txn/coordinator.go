@@ -472,7 +472,7 @@ func (c *Coordinator) sweepOne(e *entry) {
 // markers: it persists the Prepare state, then finishes. e.op must be
 // held. The returned state is the final one.
 func (c *Coordinator) end(e *entry, t *Txn, commit bool, epoch int16) (*Txn, error) {
-	p := t.clone()
+	p := t.shallow() // scalar changes; Offsets is replaced, not modified
 	p.State, p.Epoch = PrepareAbort, epoch
 	if commit {
 		p.State = PrepareCommit
@@ -498,7 +498,7 @@ func (c *Coordinator) end(e *entry, t *Txn, commit bool, epoch int16) (*Txn, err
 // stays PrepareCommit in memory (the sweep, a retried EndTxn or, after a
 // crash, recovery finishes it), since its markers may already be written.
 func (c *Coordinator) endOverlapped(e *entry, t *Txn, _ bool, epoch int16) (*Txn, error) {
-	p := t.clone()
+	p := t.shallow() // scalar changes only
 	p.State, p.UpdateMs, p.Epoch = PrepareCommit, c.cfg.Now().UnixMilli(), epoch
 	if epoch != t.Epoch {
 		p.PrevPID, p.PrevEpoch, p.Bumped = t.PID, t.Epoch, true
@@ -572,7 +572,7 @@ func (c *Coordinator) finish(e *entry, p *Txn) error {
 // whose markers and offsets are durable). e.op must be held.
 func (c *Coordinator) complete(e *entry, p *Txn) error {
 	commit := p.State == PrepareCommit
-	d := p.clone()
+	d := p.shallow() // the shared fields are replaced below
 	d.State = CompleteAbort
 	if commit {
 		d.State = CompleteCommit

@@ -160,11 +160,12 @@ func (c *Coordinator) begin(id string, pid int64, epoch int16) (*entry, *Txn, in
 // ongoing returns a copy of t in the Ongoing state, starting a new
 // transaction when t is not ongoing.
 func (c *Coordinator) ongoing(t *Txn) *Txn {
-	nt := t.clone()
 	if t.State != Ongoing {
+		nt := t.shallow() // every shared field is replaced
 		nt.State, nt.StartMs, nt.Partitions, nt.Since, nt.Offsets = Ongoing, c.cfg.Now().UnixMilli(), nil, nil, nil
+		return nt
 	}
-	return nt
+	return t.clone()
 }
 
 // AddPartitions adds partitions to id's transaction (AddPartitionsToTxn)

@@ -104,6 +104,15 @@ type Txn struct {
 	UpdateMs int64               `json:"update_ms"`
 }
 
+// shallow returns a copy of t that shares its partitions, since offsets
+// and staged offsets: for a change of t's scalar fields only, or one
+// that replaces those fields rather than modifying them (add does, by
+// copying on write). Cheaper than clone, which a change of Offsets needs.
+func (t *Txn) shallow() *Txn {
+	c := *t
+	return &c
+}
+
 func (t *Txn) clone() *Txn {
 	c := *t
 	c.Partitions = slices.Clone(t.Partitions)
@@ -130,10 +139,16 @@ func (t *Txn) add(tp TopicPartition, since int64) bool {
 	if ok {
 		return false
 	}
+	// New slices (copy on write): t may share them with a published
+	// state (shallow).
 	if len(t.Since) == len(t.Partitions) {
-		t.Since = slices.Insert(t.Since, i, since)
+		ns := make([]int64, 0, len(t.Since)+1)
+		ns = append(append(append(ns, t.Since[:i]...), since), t.Since[i:]...)
+		t.Since = ns
 	}
-	t.Partitions = slices.Insert(t.Partitions, i, tp)
+	np := make([]TopicPartition, 0, len(t.Partitions)+1)
+	np = append(append(append(np, t.Partitions[:i]...), tp), t.Partitions[i:]...)
+	t.Partitions = np
 	return true
 }
 
