@@ -347,24 +347,19 @@ func (s *Log) Enqueue(recs []Record) (wait func() error, err error) {
 		s.mu.RUnlock()
 		return nil, s.broken
 	}
+	// The records go to the shared WAL (s.w) or to the log's acceptor;
+	// either way durable returns once they are durable.
+	var durable func() error
 	if s.w != nil {
-		_, wait, err := s.w.write(buf, len(recs))
-		if err == nil {
-			s.records.Add(int64(len(recs)))
+		_, durable, err = s.w.write(buf, len(recs))
+	} else {
+		var pend acceptor.Pending
+		pend, err = s.acc.Enqueue(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: true})
+		durable = func() error {
+			_, err := pend.Wait(context.Background())
+			return err
 		}
-		s.mu.RUnlock()
-		if err != nil {
-			return nil, fmt.Errorf("kvlog: write internal log: %w", err)
-		}
-		return func() error {
-			if err := wait(); err != nil {
-				return fmt.Errorf("kvlog: write internal log: %w", err)
-			}
-			s.maybeCompact(s.records.Load())
-			return nil
-		}, nil
 	}
-	pend, err := s.acc.Enqueue(context.Background(), &acceptor.Request{Batches: buf, Records: int64(len(recs)), Durable: true})
 	if err == nil {
 		s.records.Add(int64(len(recs)))
 	}
@@ -373,7 +368,7 @@ func (s *Log) Enqueue(recs []Record) (wait func() error, err error) {
 		return nil, fmt.Errorf("kvlog: write internal log: %w", err)
 	}
 	return func() error {
-		if _, err := pend.Wait(context.Background()); err != nil {
+		if err := durable(); err != nil {
 			return fmt.Errorf("kvlog: write internal log: %w", err)
 		}
 		s.maybeCompact(s.records.Load())
