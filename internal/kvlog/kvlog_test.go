@@ -21,6 +21,22 @@ type model struct {
 	m  map[string]int
 }
 
+// load replays l into md and starts l with md's snapshot.
+func (md *model) load(l *Log) error {
+	err := l.Replay(func(_ int64, r Record) error {
+		v, err := strconv.Atoi(string(r.Value))
+		if err != nil {
+			return err
+		}
+		md.m[string(r.Key)] = v
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return l.Start(md.snapshot)
+}
+
 func (md *model) snapshot() []Record {
 	md.mu.Lock()
 	defer md.mu.Unlock()
@@ -38,17 +54,7 @@ func open(t *testing.T, fs vfs.FS) (*Log, *model, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	err = l.Replay(func(_ int64, r Record) error {
-		v, err := strconv.Atoi(string(r.Value))
-		if err != nil {
-			return err
-		}
-		md.m[string(r.Key)] = v
-		return nil
-	})
-	if err == nil {
-		err = l.Start(md.snapshot)
-	}
+	err = md.load(l)
 	if err != nil {
 		l.Close()
 		return nil, nil, err

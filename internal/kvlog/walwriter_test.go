@@ -51,17 +51,7 @@ func openWithWALCompact(t *testing.T, fs vfs.FS, replay bool, compactMin int) (*
 		w.Close()
 		return nil, nil, nil, err
 	}
-	err = l.Replay(func(_ int64, r Record) error {
-		v, err := strconv.Atoi(string(r.Value))
-		if err != nil {
-			return err
-		}
-		md.m[string(r.Key)] = v
-		return nil
-	})
-	if err == nil {
-		err = l.Start(md.snapshot)
-	}
+	err = md.load(l)
 	if err != nil {
 		l.Close()
 		w.Close()
