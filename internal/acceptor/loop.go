@@ -629,10 +629,19 @@ func (r *runState) startAsync() {
 
 // inlineOK reports whether an append of n bytes may be handled inline
 // (Acceptor.tryInline): the partition is healthy, nothing is being
-// coalesced, and the cycle stays small and goes to the WAL.
+// coalesced, and either the cycle stays small and goes to the WAL, or
+// the partition writes alone and fsyncs its own segment (FsyncAlways):
+// then the sync goroutine runs the fsync, chains the next one and
+// releases the appends (syncEnded), so the run goroutine has nothing to
+// do for the append.
 func (r *runState) inlineOK(n int) bool {
-	return r.failed == nil && len(r.pending) == 0 && !r.direct && !r.cfg.NoCoalesce &&
-		r.syncBytes+n <= r.cfg.WALMaxCycle && !r.cfg.WAL.Alone()
+	if r.failed != nil || len(r.pending) > 0 || r.cfg.NoCoalesce {
+		return false
+	}
+	if r.cfg.WAL.Alone() {
+		return r.cfg.Policy == FsyncAlways
+	}
+	return !r.direct && r.syncBytes+n <= r.cfg.WALMaxCycle
 }
 
 // walSynced ends an asynchronous WAL sync (startAsync), on the WAL's
