@@ -197,12 +197,10 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 // tryInline handles and writes a queued-to-be append on the caller's
 // goroutine instead of the run goroutine's, when that costs the run
 // goroutine nothing: it is waiting (runMu is free), nothing is queued
-// before the append, and the append is small enough to go to the WAL or
-// the partition writes alone (see runState.inlineOK). The append's sync
-// then runs asynchronously (startAsync): the WAL's flusher, or for a
-// lone partition the sync goroutine, releases it; if a sync is running
-// already, the one chained to it covers the append. It reports whether
-// it took w. The caller holds sendMu shared (the acceptor is not closed).
+// before the append, and the append is small enough to go to the WAL.
+// The append's WAL sync then runs asynchronously (startAsync): the WAL's
+// flusher releases it. It reports whether it took w. The caller holds
+// sendMu shared (the acceptor is not closed).
 func (a *Acceptor) tryInline(w *waiter) bool {
 	if a.cfg.WAL == nil || w.req.NoInline || !a.runMu.TryLock() {
 		return false

@@ -168,53 +168,13 @@ type syncJob struct {
 }
 
 // syncLoop is the sync goroutine, started and stopped by the run
-// goroutine (loop): it runs the fsyncs it is handed on syncReq, and the
-// ones it chains to them (syncEnded), until syncReq is closed.
+// goroutine (loop): it runs one fsync per request on syncReq and
+// reports on syncDone, until syncReq is closed.
 func (a *Acceptor) syncLoop() {
 	defer close(a.run.syncExited)
 	for j := range a.run.syncReq {
-		for more := true; more; {
-			j, more = a.syncEnded(a.doSync(j))
-		}
+		a.run.syncDone <- a.doSync(j)
 	}
-}
-
-// syncEnded ends the fsync that just returned, on the sync goroutine.
-// If the run state is free (the run goroutine waits in its select, as it
-// does while appends are few) it finishes the sync there: it releases
-// the appends the fsync made durable, without waking the run goroutine,
-// and if more was written meanwhile it starts the next fsync at once,
-// returning it (more): under load the disk goes from one group commit to
-// the next without waiting for a goroutine to be scheduled in between.
-// If all is durable it has zeros written ahead, as the run goroutine
-// would when idle. Otherwise it hands the result to whoever holds the
-// run state, through syncDone.
-func (a *Acceptor) syncEnded(err error) (next syncJob, more bool) {
-	if !a.runMu.TryLock() {
-		a.run.syncDone <- err // one sync runs at a time: room in the buffer
-		return syncJob{}, false
-	}
-	r := &a.run
-	r.finishSync(err)
-	if r.failed == nil && r.cfg.Policy == FsyncAlways {
-		switch {
-		case r.ckptWanted && r.logSynced < r.written:
-			r.ckptWanted = false
-			next, more = r.beginSync(true), true
-		case r.written > r.synced:
-			next, more = r.beginSync(false), true
-		default:
-			r.preallocate()
-		}
-	}
-	// A failure armed the heal timer, or a checkpoint is owed: the run
-	// goroutine's select must see it.
-	kick := r.failed != nil || (!r.syncing && r.ckptWanted)
-	a.runMu.Unlock()
-	if kick {
-		a.kickRun()
-	}
-	return next, more
 }
 
 // doSync runs one fsync: a WAL Sync (shared by every partition waiting
@@ -368,29 +328,21 @@ func (r *runState) idle() bool {
 		}
 		return true
 	}
-	return r.preallocate()
-}
-
-// preallocate has the log write zeros ahead of its data, once after
-// writes, when everything written is durable (idle), after small fsyncs
-// of the segment. It reports whether it called the log.
-func (r *runState) preallocate() bool {
-	if r.prepared {
-		return false
+	if !r.prepared {
+		r.prepared = true
+		if r.lastBytes > preallocMaxSync || r.syncWAL {
+			// After a WAL sync the segment's fsyncs run in the
+			// background: zeros ahead would only add I/O.
+			return false // large writes: the fsync is mostly data, zeros would double the I/O
+		}
+		// A failure to write the zeros (a full disk) leaves the log
+		// healthy; appends then grow the file as they would anyway.
+		if err := r.a.log.Preallocate(); errors.Is(err, storage.ErrFailed) {
+			r.fail(err)
+		}
+		return true
 	}
-	r.prepared = true
-	if r.lastBytes > preallocMaxSync || r.syncWAL {
-		// After a WAL sync the segment's fsyncs run in the
-		// background: zeros ahead would only add I/O. After large
-		// writes the fsync is mostly data: zeros would double the I/O.
-		return false
-	}
-	// A failure to write the zeros (a full disk) leaves the log
-	// healthy; appends then grow the file as they would anyway.
-	if err := r.a.log.Preallocate(); errors.Is(err, storage.ErrFailed) {
-		r.fail(err)
-	}
-	return true
+	return false
 }
 
 // onFlushTick fsyncs at least once per FlushInterval while appends keep
@@ -629,19 +581,10 @@ func (r *runState) startAsync() {
 
 // inlineOK reports whether an append of n bytes may be handled inline
 // (Acceptor.tryInline): the partition is healthy, nothing is being
-// coalesced, and either the cycle stays small and goes to the WAL, or
-// the partition writes alone and fsyncs its own segment (FsyncAlways):
-// then the sync goroutine runs the fsync, chains the next one and
-// releases the appends (syncEnded), so the run goroutine has nothing to
-// do for the append.
+// coalesced, and the cycle stays small and goes to the WAL.
 func (r *runState) inlineOK(n int) bool {
-	if r.failed != nil || len(r.pending) > 0 || r.cfg.NoCoalesce {
-		return false
-	}
-	if r.cfg.WAL.Alone() {
-		return r.cfg.Policy == FsyncAlways
-	}
-	return !r.direct && r.syncBytes+n <= r.cfg.WALMaxCycle
+	return r.failed == nil && len(r.pending) == 0 && !r.direct && !r.cfg.NoCoalesce &&
+		r.syncBytes+n <= r.cfg.WALMaxCycle && !r.cfg.WAL.Alone()
 }
 
 // walSynced ends an asynchronous WAL sync (startAsync), on the WAL's

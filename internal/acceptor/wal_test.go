@@ -194,9 +194,9 @@ var walCfg = Config{BufferSize: 8 << 10, QueueSize: 64, RetentionCheck: -1, WALM
 func TestWALCrashAtEveryBoundary(t *testing.T) { walCrashAtEveryBoundary(t, 4, 120) }
 
 // TestWALAloneCrashAtEveryBoundary is TestWALCrashAtEveryBoundary with
-// one partition: after its first WAL round it writes alone and fsyncs its
-// own segment, whose fsyncs the sync goroutine chains and ends itself
-// (syncEnded) while Enqueue callers write appends inline.
+// one partition: after its first WAL round it writes alone
+// (wal.Handle.Alone), fsyncs its own segment and writes zeros ahead of
+// it, so the crash points cut those fsyncs and preallocations too.
 func TestWALAloneCrashAtEveryBoundary(t *testing.T) { walCrashAtEveryBoundary(t, 1, 120) }
 
 func walCrashAtEveryBoundary(t *testing.T, parts, n int) {
@@ -470,55 +470,4 @@ func TestWALInline(t *testing.T) {
 	if n := recoverWAL(t, crashed, walRoot, parts, res); n == 0 {
 		t.Fatal("the replay appended nothing: the acknowledged appends were not durable in the WAL alone")
 	}
-}
-
-// TestWALAloneInline: a partition writing alone (wal.Handle.Alone)
-// fsyncs its own segment, and its appends are still handled on the
-// Enqueue caller's goroutine: the sync goroutine runs the fsync and
-// releases them. Each is released only once durable, and a crash loses
-// none of them.
-func TestWALAloneInline(t *testing.T) {
-	const n = 40
-	fs := vfs.NewMem()
-	m := NewMetrics(nil)
-	cfg := walCfg
-	cfg.Metrics = m
-	w, logs, accs, _, err := openWALParts(fs, walRoot, 1, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := walWorkload{acks: make([][]acked, 1), hw: make([]int64, 1)}
-	var next int64
-	for i := range n {
-		s := spec{records: 1 + i%3, valueSize: 40 + i%90, durable: true, seed: byte(i)}
-		orig := s.bytes(i)
-		r, err := accs[0].Append(context.Background(), &Request{Batches: append([]byte(nil), orig...), Durable: true})
-		if err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-		if r.BaseOffset != next {
-			t.Fatalf("append %d got offset %d, want %d", i, r.BaseOffset, next)
-		}
-		next += int64(s.records)
-		if hw := accs[0].HighWatermark(); hw < next {
-			t.Fatalf("append %d released with the high watermark at %d, below its end %d", i, hw, next)
-		}
-		res.acks[0] = append(res.acks[0], acked{i: i, base: r.BaseOffset, orig: orig, durable: true})
-	}
-	if !accs[0].cfg.WAL.Alone() {
-		t.Fatal("the lone partition is not alone in the WAL")
-	}
-	var d dto.Metric
-	if err := m.Inline.Write(&d); err != nil {
-		t.Fatal(err)
-	}
-	if inl := int(d.GetCounter().GetValue()); inl < n-1 {
-		t.Fatalf("%d of %d appends of a lone partition handled inline, want all (but perhaps the first)", inl, n)
-	}
-	res.hw[0] = accs[0].HighWatermark()
-	crashed := fs.CrashClone(vfs.CrashOptions{Tear: true, Rand: rand.New(rand.NewPCG(5, 5))})
-	accs[0].Close()
-	logs[0].Close()
-	w.Close()
-	recoverWAL(t, crashed, walRoot, 1, res)
 }
