@@ -53,6 +53,7 @@ var (
 	descWALEntries = prometheus.NewDesc("sluice_wal_entries_total", "Entries (one partition's coalesced appends, or a truncation) written to the write-ahead log.", nil, nil)
 	descWALBytes   = prometheus.NewDesc("sluice_wal_bytes_total", "Bytes written to the write-ahead log.", nil, nil)
 	descWALSeconds = prometheus.NewDesc("sluice_wal_round_seconds_total", "Time spent writing and syncing write-ahead log rounds; divided by the rounds, the mean round.", nil, nil)
+	descWALSegs    = prometheus.NewDesc("sluice_wal_segments_prepared_total", "Write-ahead log segment files made ready ahead of need, by how: reused (a retired segment renamed in) or zeroed (created and written with zeros to full length).", []string{"how"}, nil)
 	descWALSize    = prometheus.NewDesc("sluice_wal_size_bytes", "Bytes of write-ahead log segment files held (freed once partitions checkpoint).", nil, nil)
 
 	descGMembers  = prometheus.NewDesc("sluice_group_members", "Members of the consumer group.", []string{"group"}, nil)
@@ -66,7 +67,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descRecordsIn, descBytesIn, descRecordsOut, descBytesOut,
 		descTRecordsIn, descTBytesIn, descTRecordsOut, descTBytesOut, descTPartitions, descTSize, descTRecordsHeld,
 		descPRecordsIn, descPBytesIn, descPRecordsOu, descPBytesOut, descPStart, descPEnd, descPSize, descPSegments,
-		descWALRounds, descWALFailed, descWALEntries, descWALBytes, descWALSeconds, descWALSize,
+		descWALRounds, descWALFailed, descWALEntries, descWALBytes, descWALSeconds, descWALSegs, descWALSize,
 		descGMembers, descGLagTotal, descGTopicLag, descGLag} {
 		ch <- d
 	}
@@ -98,6 +99,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descWALEntries, st.Entries)
 		counter(descWALBytes, st.Bytes)
 		ch <- prometheus.MustNewConstMetric(descWALSeconds, prometheus.CounterValue, st.RoundTime.Seconds())
+		counter(descWALSegs, st.SegmentsReused, "reused")
+		counter(descWALSegs, st.SegmentsZeroed, "zeroed")
 		gauge(descWALSize, float64(w.Size()))
 	}
 	tr := b.traffic.snapshot()

@@ -764,6 +764,9 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 			if f, err := w.fs.OpenRW(path); err == nil {
 				if size, err := f.Size(); err == nil && size == w.segBytes {
 					if err := w.fs.SyncDir(w.dir); err == nil {
+						w.mu.Lock()
+						w.stats.SegmentsReused++
+						w.mu.Unlock()
 						return prepared{seq: seq, path: path, file: f}
 					}
 				}
@@ -783,7 +786,9 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 		_ = w.fs.Remove(path)
 		return prepared{err: err}
 	}
+	zeroed := false
 	if w.roomToZero() {
+		zeroed = true
 		for off := int64(0); off < w.segBytes; {
 			n := min(w.segBytes-off, int64(len(zeros)))
 			if _, err := f.WriteAt(zeros[:n], off); err != nil {
@@ -792,6 +797,7 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 				if err := f.Truncate(0); err != nil {
 					return fail(err)
 				}
+				zeroed = false
 				break
 			}
 			off += n
@@ -802,6 +808,11 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 	}
 	if err := w.fs.SyncDir(w.dir); err != nil {
 		return fail(err)
+	}
+	if zeroed {
+		w.mu.Lock()
+		w.stats.SegmentsZeroed++
+		w.mu.Unlock()
 	}
 	return prepared{seq: seq, path: path, file: f}
 }
@@ -872,6 +883,11 @@ type Stats struct {
 	Entries      int64         // entries written (appends and truncates)
 	Bytes        int64         // entry bytes written, headers included
 	RoundTime    time.Duration // total time spent writing and syncing rounds
+
+	// Segment files the preparer made ready: reused (a retired segment
+	// renamed in, nothing written) or created and zeroed to full length.
+	SegmentsReused int64
+	SegmentsZeroed int64
 }
 
 // Stats returns the counts so far.
