@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"sluice/internal/vfs"
 )
 
 // These benchmarks measure the disk under the data directory, not Sluice:
@@ -18,9 +20,12 @@ import (
 // BenchmarkFdatasync: a 4 KiB write then fdatasync, appending to a
 // growing file (every fdatasync also commits the new file size and
 // extents) or overwriting a file whose blocks were written and synced
-// before (pre-zeroed: fdatasync flushes data only).
+// before (pre-zeroed: fdatasync flushes data only), or overwriting a
+// file zeroed with direct writes (O_DIRECT, as the WAL's preparer does:
+// it must behave like the buffered-zeroed one, not like unwritten
+// extents whose first overwrite commits metadata).
 func BenchmarkFdatasync(b *testing.B) {
-	for _, mode := range []string{"append", "prezeroed"} {
+	for _, mode := range []string{"append", "prezeroed", "prezeroed-direct"} {
 		b.Run(mode, func(b *testing.B) {
 			f, err := os.OpenFile(filepath.Join(b.TempDir(), "f"), os.O_RDWR|os.O_CREATE, 0o644)
 			if err != nil {
@@ -34,6 +39,15 @@ func BenchmarkFdatasync(b *testing.B) {
 					if _, err := f.WriteAt(zero, off); err != nil {
 						b.Fatal(err)
 					}
+				}
+				if err := unix.Fdatasync(int(f.Fd())); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if mode == "prezeroed-direct" {
+				size := (int64(b.N)*block + 1<<20 - 1) &^ (1<<20 - 1)
+				if err := vfs.OS().(vfs.DirectZeroer).ZeroDirect(f.Name(), size); err != nil {
+					b.Skipf("direct writes: %v", err)
 				}
 				if err := unix.Fdatasync(int(f.Fd())); err != nil {
 					b.Fatal(err)

@@ -788,19 +788,9 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 	}
 	zeroed := false
 	if w.roomToZero() {
-		zeroed = true
-		for off := int64(0); off < w.segBytes; {
-			n := min(w.segBytes-off, int64(len(zeros)))
-			if _, err := f.WriteAt(zeros[:n], off); err != nil {
-				// No room after all: a segment that grows as it is
-				// written (its fsyncs commit its size too).
-				if err := f.Truncate(0); err != nil {
-					return fail(err)
-				}
-				zeroed = false
-				break
-			}
-			off += n
+		var err error
+		if zeroed, err = w.zero(f, path); err != nil {
+			return fail(err)
 		}
 	}
 	if err := f.Sync(); err != nil {
@@ -815,6 +805,47 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 		w.mu.Unlock()
 	}
 	return prepared{seq: seq, path: path, file: f}
+}
+
+// zero fills the new segment f (at path) with zeros to full length:
+// directly when the filesystem can, else through the page cache. If the
+// zeros do not fit after all, it leaves the file empty, a segment that
+// grows as it is written (its fsyncs commit its size too), and reports
+// false; err is a failure to empty it.
+func (w *WAL) zero(f vfs.File, path string) (bool, error) {
+	err := w.zeroDirect(path)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, vfs.ErrNoDirect) {
+		for off := int64(0); off < w.segBytes; {
+			n := min(w.segBytes-off, int64(len(zeros)))
+			if _, err = f.WriteAt(zeros[:n], off); err != nil {
+				break
+			}
+			off += n
+		}
+		if err == nil {
+			return true, nil
+		}
+	}
+	if err := f.Truncate(0); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// zeroDirect writes the zeros of the new segment at path bypassing the
+// page cache, when the filesystem can (vfs.DirectZeroer): the preparer
+// then spends no CPU copying 32 MiB of zeros into cached pages, and its
+// fsync has no dirty pages to write back. vfs.ErrNoDirect when it
+// cannot; the caller writes the zeros through the page cache.
+func (w *WAL) zeroDirect(path string) error {
+	dz, ok := w.fs.(vfs.DirectZeroer)
+	if !ok {
+		return vfs.ErrNoDirect
+	}
+	return dz.ZeroDirect(path, w.segBytes)
 }
 
 // roomToZero reports whether the filesystem has room for a zeroed
