@@ -175,6 +175,14 @@ func TestMetricsAfterKnownProduce(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want > 0", name, v, ok)
 		}
 	}
+	// A fresh data directory has no retired segment to reuse: the
+	// first segment was created and zeroed.
+	if v, ok := value(fams, "sluice_wal_segments_prepared_total", "how", "zeroed"); !ok || v < 1 {
+		t.Errorf("sluice_wal_segments_prepared_total{how=zeroed} = %v (present %v), want >= 1", v, ok)
+	}
+	if _, ok := value(fams, "sluice_wal_segments_prepared_total", "how", "reused"); !ok {
+		t.Error("sluice_wal_segments_prepared_total{how=reused} missing")
+	}
 	if v, ok := value(fams, "sluice_wal_failed_rounds_total"); !ok || v != 0 {
 		t.Errorf("sluice_wal_failed_rounds_total = %v (present %v), want 0", v, ok)
 	}
