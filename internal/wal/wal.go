@@ -476,7 +476,7 @@ const (
 	// heldMaxBytes is the largest round whose fdatasync holds its
 	// processor: larger rounds come from throughput workloads, whose
 	// processors are worth more than the hand-off saves.
-	heldMaxBytes = 64 << 10
+	heldMaxBytes = 16 << 10
 	// heldMaxWait: a round's fdatasync slower than this (a disk
 	// stalling) makes the next rounds' fdatasyncs blocking system calls
 	// again for heldCooloff. It is well above what a busy machine makes
