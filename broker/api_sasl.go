@@ -146,7 +146,7 @@ func (c *conn) rawSASL(p *pending, token []byte) error {
 		return fmt.Errorf("%w: %w", errAuthFailed, err)
 	}
 	p.resp = &rawReply{SASLAuthenticateResponse: kmsg.NewPtrSASLAuthenticateResponse(), data: reply}
-	c.out <- p
+	c.send(p)
 	if done {
 		c.authenticated()
 	}

@@ -168,7 +168,9 @@ func DefaultPartitions(n int32) Opt { return opt(func(c *cfg) { c.defaultPartiti
 // larger one is disconnected. Default 100 MiB (socket.request.max.bytes).
 func MaxRequestBytes(n int32) Opt { return opt(func(c *cfg) { c.maxRequestBytes = n }) }
 
-// IdleTimeout closes connections that send nothing for this long.
+// IdleTimeout closes connections that send nothing for this long (at
+// most an eighth longer: the deadline is not moved at every request), and
+// bounds how long a response may wait for a client that does not read.
 // Default 10 minutes (connections.max.idle.ms).
 func IdleTimeout(d time.Duration) Opt { return opt(func(c *cfg) { c.idleTimeout = d }) }
 

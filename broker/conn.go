@@ -32,8 +32,11 @@ import (
 // read loop reads the next request at once, a pipelining producer's next
 // request joins the same group commit while its batches keep their order
 // per partition, and an acknowledgement takes two goroutine hand-offs
-// (read loop to acceptor, acceptor to writer). At most maxInFlight
-// responses are pending at once. The
+// (read loop to acceptor, acceptor to writer). A response that needs no
+// waiting (anything but a deferred reply or a Fetch's) is written by the
+// read loop itself when writeLoop owes none (owed is zero): no hand-off to
+// writeLoop, which stays parked. At most maxInFlight responses are
+// pending at once. The
 // connection stops when the client closes it, sends something that
 // cannot be answered, stays idle past the idle timeout, or the broker
 // closes (which interrupts it only while it waits for a new request);
@@ -42,15 +45,26 @@ type conn struct {
 	b    *Broker
 	nc   net.Conn
 	host string
-	w    *bufio.Writer // used only by writeLoop
+	log  *slog.Logger  // the connection's logger, set by serve before it starts writeLoop
 	r    *bufio.Reader // used only by the read loop (serve)
 
-	out        chan *pending // requests in order, to writeLoop
-	writerDone chan struct{} // closed when writeLoop returns
-	failed     atomic.Bool   // writeLoop met an error and closed nc
+	// wmu guards w and the socket's writes: writeLoop holds it while it
+	// writes a response or flushes, and the read loop while it writes a
+	// response inline (writeInline). Never held while waiting for a
+	// deferred reply.
+	wmu     sync.Mutex
+	w       *bufio.Writer
+	writeDL time.Time // the write deadline armed by armWrite
+	wbuf    []byte    // scratch for encoding one response (writeResponse)
 
-	mu   sync.Mutex // guards idle
-	idle bool       // waiting for the first byte of a new request
+	out        chan *pending // requests in order, to writeLoop
+	owed       atomic.Int32  // responses sent on out that writeLoop has not yet written (or dropped)
+	writerDone chan struct{} // closed when writeLoop returns
+	failed     atomic.Bool   // a write failed (or writeLoop met a request that cannot be answered) and nc is closed
+
+	mu     sync.Mutex // guards idle and readDL
+	idle   bool       // waiting for the first byte of a new request
+	readDL time.Time  // the read deadline armed by setIdle (zero: none, or Close moved it)
 
 	// Security state, used only by the read loop (serve and the
 	// handlers it runs; requests copy the principal).
@@ -77,6 +91,7 @@ type pending struct {
 	resp    kmsg.Response // nil: no response (acks=0)
 	err     error         // close the connection instead of answering
 	frame   []byte        // a Produce's request frame, reused once the reply is finished (putFrame)
+	req     request       // the request as its handler sees it (one allocation with the pending)
 }
 
 // deferredReply is a response that writeLoop finishes before writing it:
@@ -118,7 +133,7 @@ func (c *conn) handshake() error {
 	if !ok {
 		return nil
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	c.armWrite()
 	if err := tc.Handshake(); err != nil {
 		return fmt.Errorf("TLS handshake: %w", err)
 	}
@@ -133,11 +148,31 @@ func (c *conn) interruptIfIdle() {
 	defer c.mu.Unlock()
 	if c.idle {
 		c.nc.SetReadDeadline(time.Now())
+		c.readDL = time.Time{}
 	}
 }
 
-// setIdle marks the connection idle or busy. Becoming idle arms the idle
-// timeout as the read deadline, under mu, so that an interruptIfIdle
+// deadlineSlack is how far past the idle timeout a deadline is armed, so
+// that it need not be moved at every request: setIdle and armWrite move
+// it only once less than the idle timeout is left. A connection idle (or
+// a write stalled) for the idle timeout is closed within another eighth
+// of it.
+func deadlineSlack(idle time.Duration) time.Duration { return idle / 8 }
+
+// armWrite makes sure the socket's write deadline is at least the idle
+// timeout away. c.wmu must be held (or, in handshake, no response can be
+// written yet).
+func (c *conn) armWrite() {
+	now := time.Now()
+	if idle := c.b.cfg.idleTimeout; c.writeDL.Before(now.Add(idle)) {
+		c.writeDL = now.Add(idle + deadlineSlack(idle))
+		c.nc.SetWriteDeadline(c.writeDL)
+	}
+}
+
+// setIdle marks the connection idle or busy. Becoming idle makes sure the
+// read deadline is at least the idle timeout away (moving it only when
+// less is left: see deadlineSlack), under mu, so that an interruptIfIdle
 // from a concurrent Close either sees the connection busy (and this call
 // then sees closing) or overrides the deadline after it was armed; it
 // fails once the broker is closing.
@@ -146,7 +181,11 @@ func (c *conn) setIdle(idle bool) bool {
 	defer c.mu.Unlock()
 	c.idle = idle
 	if idle {
-		c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+		now := time.Now()
+		if t := c.b.cfg.idleTimeout; c.readDL.Before(now.Add(t)) {
+			c.readDL = now.Add(t + deadlineSlack(t))
+			c.nc.SetReadDeadline(c.readDL)
+		}
 	}
 	return !(idle && c.b.closing.Load())
 }
@@ -159,6 +198,7 @@ func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.b.dropConn(c)
 	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
+	c.log = log
 	go c.writeLoop(log)
 	defer func() {
 		close(c.out)
@@ -218,16 +258,16 @@ func (c *conn) writeLoop(log *slog.Logger) {
 		select {
 		case p, ok = <-c.out:
 		default:
-			c.flush(log)
+			c.lockedFlush(log)
 			p, ok = <-c.out
 		}
 		if !ok {
-			c.flush(log)
+			c.lockedFlush(log)
 			return
 		}
 		if d, ok := p.resp.(*deferredReply); ok {
 			if d.ready == nil || !d.ready() {
-				c.flush(log)
+				c.lockedFlush(log)
 			}
 			p.resp = d.finish() // waits even after a failure: the appends use the request's bytes
 			if p.frame != nil {
@@ -235,46 +275,87 @@ func (c *conn) writeLoop(log *slog.Logger) {
 				p.frame = nil
 			}
 		}
-		if c.failed.Load() {
-			continue
-		}
-		err := p.err
-		if err == nil && p.resp != nil {
-			p.resp.SetVersion(p.version)
-			err = c.writeResponse(p.corr, p.resp)
-		}
-		if err != nil {
-			if p.err != nil {
-				c.b.metrics.badRequests.Inc()
-			}
-			if p.err != nil {
-				c.flush(log) // the responses before the request that cannot be answered
-			}
-			switch {
-			case c.b.closing.Load():
-			case p.err != nil:
-				log.Info("closing connection", "err", err)
-			default: // the client went away before its response
-				log.Debug("client disconnected", "err", err)
-			}
-			c.fail()
-			continue
-		}
-		took := time.Since(p.start)
-		c.b.metrics.observe(p.key, p.name, took)
-		if c.b.cfg.logRequests {
-			log.Debug("request", "api", p.name, "version", p.version, "correlation", p.corr, "took", took)
-		}
+		c.wmu.Lock()
+		c.emit(p, log)
+		c.owed.Add(-1) // after the write: a response written inline goes after it
+		c.wmu.Unlock()
 	}
 }
 
+// emit writes p's response into the buffered writer (or, for a request
+// that cannot be answered, flushes the responses before it and closes the
+// connection) and records the request's metrics. c.wmu must be held.
+func (c *conn) emit(p *pending, log *slog.Logger) {
+	if c.failed.Load() {
+		return
+	}
+	err := p.err
+	if err == nil && p.resp != nil {
+		p.resp.SetVersion(p.version)
+		err = c.writeResponse(p.corr, p.resp)
+	}
+	if err != nil {
+		if p.err != nil {
+			c.b.metrics.badRequests.Inc()
+			c.flush(log) // the responses before the request that cannot be answered
+		}
+		switch {
+		case c.b.closing.Load():
+		case p.err != nil:
+			log.Info("closing connection", "err", err)
+		default: // the client went away before its response
+			log.Debug("client disconnected", "err", err)
+		}
+		c.fail()
+		return
+	}
+	took := time.Since(p.start)
+	c.b.metrics.observe(p.key, p.name, took)
+	if c.b.cfg.logRequests {
+		log.Debug("request", "api", p.name, "version", p.version, "correlation", p.corr, "took", took)
+	}
+}
+
+// writeInline writes p's response on the read loop and flushes it, when
+// writeLoop owes no response (every earlier one is written or buffered,
+// so the order holds) and the response needs no waiting: it then reaches
+// the client without waking writeLoop. It reports whether it did.
+func (c *conn) writeInline(p *pending) bool {
+	if p.err != nil || c.owed.Load() != 0 {
+		return false
+	}
+	switch p.resp.(type) {
+	case nil, *deferredReply, *fetchReply, *rawReply:
+		return false
+	}
+	c.wmu.Lock()
+	c.emit(p, c.log)
+	c.flush(c.log)
+	c.wmu.Unlock()
+	return true
+}
+
+// send hands p to writeLoop; it blocks while maxInFlight responses are
+// pending.
+func (c *conn) send(p *pending) {
+	c.owed.Add(1)
+	c.out <- p
+}
+
+// lockedFlush is flush under c.wmu.
+func (c *conn) lockedFlush(log *slog.Logger) {
+	c.wmu.Lock()
+	c.flush(log)
+	c.wmu.Unlock()
+}
+
 // flush writes the buffered responses to the socket; a failure closes
-// the connection.
+// the connection. c.wmu must be held.
 func (c *conn) flush(log *slog.Logger) {
 	if c.failed.Load() || c.w.Buffered() == 0 {
 		return
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	c.armWrite()
 	if err := c.w.Flush(); err != nil {
 		if !c.b.closing.Load() {
 			log.Debug("client disconnected", "err", err)
@@ -435,7 +516,7 @@ func (c *conn) dispatch(frame []byte) error {
 		// and downgrade.
 		p.corr, p.key, p.name = h.corr, h.key, "ApiVersions"
 		p.resp = &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: apiKeys()}
-		c.out <- p
+		c.send(p)
 		return nil
 	}
 	if err != nil {
@@ -445,7 +526,8 @@ func (c *conn) dispatch(frame []byte) error {
 	if err := c.admit(h.key); err != nil {
 		return err
 	}
-	r := &request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, internal: c.internal, kreq: req}
+	p.req = request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, internal: c.internal, kreq: req}
+	r := &p.req
 	p.resp, p.err = apis[h.key].h(r)
 	if _, ok := p.resp.(*deferredReply); ok && h.key == kmsg.Produce.Int16() {
 		p.frame = frame
@@ -453,28 +535,33 @@ func (c *conn) dispatch(frame []byte) error {
 	if p.err != nil {
 		p.err = fmt.Errorf("%s: %w", p.name, p.err)
 	}
-	c.out <- p // blocks while maxInFlight responses are pending
+	if !c.writeInline(p) {
+		c.send(p)
+	}
 	return r.closeAfter
 }
 
 // writeResponse writes one response frame into the buffered writer
-// (writeLoop flushes it). Fetch responses stream their record bytes from
+// (writeLoop flushes it). c.wmu must be held. Fetch responses stream their record bytes from
 // the segment files (see fetchReply) and flush as they go.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
-	c.nc.SetWriteDeadline(time.Now().Add(c.b.cfg.idleTimeout))
+	c.armWrite() // a full buffer writes to the socket
 	if fr, ok := resp.(*fetchReply); ok {
 		return fr.write(c, corr)
 	}
 	if rr, ok := resp.(*rawReply); ok {
 		return rr.write(c)
 	}
-	buf := make([]byte, 8, 256)
+	buf := append(c.wbuf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(buf[4:], uint32(corr))
 	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
 		buf = append(buf, 0) // response header v1: no tagged fields
 	}
 	buf = resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	if cap(buf) <= 64<<10 {
+		c.wbuf = buf // kept for the next response; a large one is let go
+	}
 	// Buffered: writeLoop flushes once no further response is ready.
 	if _, err := c.w.Write(buf); err != nil {
 		return fmt.Errorf("write response: %w", err)

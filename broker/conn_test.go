@@ -92,7 +92,7 @@ func TestWriterCoalescesReadyResponses(t *testing.T) {
 				} else {
 					d.ready = func() bool { return tc.ready }
 				}
-				c.out <- &pending{corr: i, key: kmsg.Produce.Int16(), version: 9, name: "Produce", start: time.Now(), resp: d}
+				c.send(&pending{corr: i, key: kmsg.Produce.Int16(), version: 9, name: "Produce", start: time.Now(), resp: d})
 			}
 			close(c.out)
 			go c.writeLoop(slog.New(slog.DiscardHandler))
@@ -115,4 +115,73 @@ func TestWriterCoalescesReadyResponses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInlineWriteKeepsOrder: the read loop writes a response itself only
+// when writeLoop owes none; while a deferred reply is still waiting, a
+// later response goes through writeLoop, behind it.
+func TestInlineWriteKeepsOrder(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.idleTimeout = time.Hour
+	b := &Broker{cfg: cfg, metrics: newMetrics(nil)}
+	server, client := net.Pipe()
+	defer client.Close()
+	cc := &countingConn{Conn: server}
+	c := newConn(b, cc, &listener{Listener: Listener{Protocol: Plaintext}})
+	c.log = slog.New(slog.DiscardHandler)
+	go c.writeLoop(c.log)
+
+	plain := func(corr int32) *pending {
+		return &pending{corr: corr, key: kmsg.ApiVersions.Int16(), name: "ApiVersions", start: time.Now(), resp: kmsg.NewPtrApiVersionsResponse()}
+	}
+	readCorr := func() int32 {
+		t.Helper()
+		var hdr [8]byte
+		if _, err := io.ReadFull(client, hdr[:]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.CopyN(io.Discard, client, int64(binary.BigEndian.Uint32(hdr[:4]))-4); err != nil {
+			t.Fatal(err)
+		}
+		return int32(binary.BigEndian.Uint32(hdr[4:]))
+	}
+
+	// A produce whose appends are not yet durable, then a response that
+	// needs no waiting: it must not overtake the produce's.
+	release := make(chan struct{})
+	resp := kmsg.NewPtrProduceResponse()
+	d := &deferredReply{Response: resp, finish: func() kmsg.Response { <-release; return resp }, ready: func() bool { return false }}
+	deferred := &pending{corr: 1, key: kmsg.Produce.Int16(), version: 9, name: "Produce", start: time.Now(), resp: d}
+	if c.writeInline(deferred) {
+		t.Fatal("a deferred reply was written inline")
+	}
+	c.send(deferred)
+	second := plain(2)
+	if c.writeInline(second) {
+		t.Fatal("a response was written inline while writeLoop owed an earlier one")
+	}
+	c.send(second)
+	close(release)
+	for want := int32(1); want <= 2; want++ {
+		if got := readCorr(); got != want {
+			t.Fatalf("response %d has correlation id %d", want, got)
+		}
+	}
+
+	// writeLoop has written both (it flushes after counting them off):
+	// the next response is written by the caller, at once.
+	writes := cc.writes.Load()
+	inline := make(chan bool, 1)
+	go func() { inline <- c.writeInline(plain(3)) }()
+	if got := readCorr(); got != 3 {
+		t.Fatalf("third response has correlation id %d", got)
+	}
+	if !<-inline {
+		t.Fatal("a ready response was not written inline with nothing owed")
+	}
+	if got := cc.writes.Load() - writes; got != 1 {
+		t.Fatalf("the inline response took %d writes, want 1", got)
+	}
+	close(c.out)
+	<-c.writerDone
 }

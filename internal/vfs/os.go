@@ -105,3 +105,15 @@ func (osFS) SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// SyncHeld is f.Sync for a sync that its caller runs one at a time on
+// the latency path (the shared write-ahead log's round): for a file of
+// the OS filesystem on Linux the fdatasync keeps the calling goroutine's
+// processor (see datasyncHeld) instead of entering a blocking system call.
+// Other files sync as f.Sync does.
+func SyncHeld(f File) error {
+	if o, ok := f.(osFile); ok {
+		return datasyncHeld(o.f)
+	}
+	return f.Sync()
+}

@@ -415,3 +415,36 @@ func TestMemConcurrent(t *testing.T) {
 		t.Fatalf("size %d", sz)
 	}
 }
+
+// TestSyncHeld: SyncHeld syncs an OS file (and fails on a closed one), and
+// passes any other file's Sync through, errors included.
+func TestSyncHeld(t *testing.T) {
+	f, err := OS().Create(filepath.Join(t.TempDir(), "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("data"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncHeld(f); err != nil {
+		t.Fatalf("SyncHeld on an OS file: %v", err)
+	}
+	f.Close()
+	if err := SyncHeld(f); err == nil {
+		t.Fatal("SyncHeld on a closed OS file succeeded")
+	}
+
+	m := NewMem()
+	m.MkdirAll("/d")
+	m.Inject(FailNth(OpSync, 1, syscall.EIO, false))
+	mf, err := m.Create("/d/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SyncHeld(mf); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("SyncHeld on a memory file whose sync fails: %v, want EIO", err)
+	}
+	if err := SyncHeld(mf); err != nil {
+		t.Fatalf("second SyncHeld on a memory file: %v", err)
+	}
+}

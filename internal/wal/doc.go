@@ -7,10 +7,16 @@
 // Sync(pos) returns once one fdatasync of the WAL covers pos: one caller
 // at a time leads a round that writes everything appended so far, by
 // every partition, and syncs it; everyone waiting on that round is
-// released together. The partition's own segment is fsynced later, in the
-// background, and the partition then checkpoints: WAL entries it has
-// below the checkpoint are no longer needed, and a WAL segment whose
-// every partition checkpointed past its entries is deleted.
+// released together. A small round's fdatasync keeps its goroutine's
+// processor (a raw system call) instead of letting the runtime hand the
+// processor to another thread while it blocks, which costs context
+// switches per round; after an fdatasync slower than 100 ms rounds use
+// the blocking call for 10 s, since a stop-the-world pause must wait for
+// a held one (see WAL.syncRound). The partition's own segment is fsynced
+// later, in the background, and the partition then checkpoints: WAL
+// entries it has below the checkpoint are no longer needed, and a WAL
+// segment whose every partition checkpointed past its entries is
+// deleted.
 //
 // # Files
 //

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -469,6 +472,91 @@ func TestAlone(t *testing.T) {
 		t.Fatal("not alone with only its own entry buffered after a solo round")
 	}
 	if err := a.Sync(pa); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSyncRoundHoldsOnlySmallFastRounds: a round's fdatasync holds its
+// processor only for small rounds, only with two processors or more, and
+// not for heldCooloff after an fdatasync slower than heldMaxWait.
+func TestSyncRoundHoldsOnlySmallFastRounds(t *testing.T) {
+	multi := runtime.GOMAXPROCS(0) >= 2
+	var w WAL
+	t0 := time.Unix(1000, 0)
+	if got := w.mayHold(heldMaxBytes, t0); got != multi {
+		t.Fatalf("small round: mayHold %v with GOMAXPROCS %d", got, runtime.GOMAXPROCS(0))
+	}
+	if w.mayHold(heldMaxBytes+1, t0) {
+		t.Fatal("a round over heldMaxBytes holds its processor")
+	}
+	w.synced(t0, t0.Add(heldMaxWait)) // not slower than the limit
+	if got := w.mayHold(100, t0.Add(heldMaxWait)); got != multi {
+		t.Fatalf("after a fast fdatasync: mayHold %v", got)
+	}
+	end := t0.Add(heldMaxWait + time.Microsecond)
+	w.synced(t0, end) // slow
+	if w.mayHold(100, end) || w.mayHold(100, end.Add(heldCooloff-time.Nanosecond)) {
+		t.Fatal("a round holds its processor within heldCooloff of a slow fdatasync")
+	}
+	if got := w.mayHold(100, end.Add(heldCooloff)); got != multi {
+		t.Fatalf("after the cool-off: mayHold %v", got)
+	}
+}
+
+// TestRoundsOnOSFiles: rounds on the operating system's files (where
+// small rounds hold their processor through the fdatasync) make their
+// entries durable and replayable.
+func TestRoundsOnOSFiles(t *testing.T) {
+	fs, dir := vfs.OS(), t.TempDir()
+	w, rp, err := Open(Options{FS: fs, Dir: filepath.Join(dir, "wal"), SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.Done(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32][]byte{}
+	for round := range 5 {
+		var last Pos
+		for k := range int32(3) {
+			b := batches(int64(round), 1, int64(round)*10+int64(k))
+			p, err := w.Append(key(k), int64(round), int64(round)+1, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[k] = append(want[k], b...)
+			last = p
+		}
+		if err := w.Sync(last); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	st := w.Stats()
+	if st.Rounds != 5 || st.FailedRounds != 0 {
+		t.Fatalf("stats %+v, want 5 rounds, none failed", st)
+	}
+	// The first round holds its processor (later ones too, unless an
+	// fdatasync was slow); never without a second processor.
+	if multi := runtime.GOMAXPROCS(0) >= 2; multi && st.HeldRounds < 1 || !multi && st.HeldRounds != 0 {
+		t.Fatalf("%d of 5 rounds held their processor with GOMAXPROCS %d", st.HeldRounds, runtime.GOMAXPROCS(0))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, rp, err = Open(Options{FS: fs, Dir: filepath.Join(dir, "wal"), SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range int32(3) {
+		var l memLog
+		if _, err := rp.Apply(key(k), &l); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(l.data, want[k]) {
+			t.Fatalf("key %d: replayed %d bytes, want %d", k, len(l.data), len(want[k]))
+		}
+	}
+	if err := rp.Done(); err != nil {
 		t.Fatal(err)
 	}
 }
