@@ -20,15 +20,23 @@ import (
 // replays the WAL into the logs and every acknowledged batch is there,
 // with contiguous offsets. A start with the WAL off replays it too and
 // removes it. A topic deleted and recreated under the same name (a new
-// topic ID) gets none of the old topic's entries.
+// topic ID) gets none of the old topic's entries. The partitions keep
+// their newest bytes in memory (the write-behind tail) rather than
+// writing each produce to their segment files, so the crash loses
+// those bytes from the files and the replay restores them.
 func TestWALCrashRestart(t *testing.T) {
 	mem := vfs.NewMem()
-	var mu sync.Mutex // guards partSyncs
-	partSyncs := 0
+	var mu sync.Mutex // guards partSyncs and partWrites
+	partSyncs, partWrites := 0, 0
 	mem.Inject(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasPrefix(op.Name, "/data/topics/") {
+		if strings.HasPrefix(op.Name, "/data/topics/") {
 			mu.Lock()
-			partSyncs++
+			switch {
+			case op.Kind == vfs.OpSync:
+				partSyncs++
+			case op.Kind == vfs.OpWrite && strings.HasSuffix(op.Name, ".log"):
+				partWrites++
+			}
 			mu.Unlock()
 		}
 		return nil
@@ -59,7 +67,7 @@ func TestWALCrashRestart(t *testing.T) {
 	again.produceOK(c)
 
 	mu.Lock()
-	partSyncs = 0
+	partSyncs, partWrites = 0, 0
 	mu.Unlock()
 	f := &fillRun{t: t, topic: topic, parts: parts, acked: map[int32][]int64{}}
 	const rounds = 20
@@ -67,10 +75,13 @@ func TestWALCrashRestart(t *testing.T) {
 		f.produceOK(c)
 	}
 	mu.Lock()
-	n := partSyncs
+	n, w := partSyncs, partWrites
 	mu.Unlock()
 	if n >= rounds*parts/2 {
 		t.Fatalf("%d produces fsynced partition files %d times: the WAL did not carry them", rounds*parts, n)
+	}
+	if w >= rounds*parts/2 {
+		t.Fatalf("%d produces wrote segment files %d times: no write-behind tail", rounds*parts, w)
 	}
 	crashed := mem.CrashClone(vfs.CrashOptions{})
 	crashed2 := mem.CrashClone(vfs.CrashOptions{})
