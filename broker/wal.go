@@ -21,8 +21,10 @@ import (
 // segment file, and the segment gets one write per this many bytes (or
 // per checkpoint). With thousands of active partitions it bounds the
 // memory held: at most this much per partition written since its last
-// checkpoint.
-const segmentWriteBehind = 32 << 10
+// checkpoint. 16 KiB keeps most of the CPU saved with 32 KiB (one write
+// per dozens of requests either way) at about half the memory:
+// docs/benchmarks.md, "Write-behind segment tail".
+const segmentWriteBehind = 16 << 10
 
 // openWAL reads the write-ahead log a previous run left in <data>/wal (if
 // any) for load to replay into the partitions, and opens a fresh one for
