@@ -36,7 +36,7 @@ type tailFile struct {
 	// it by readers that want only bytes below it.
 	start atomic.Int64
 
-	mu  sync.Mutex // guards buf and every write to f (so a flush and a reader's copy of buf never interleave)
+	mu  sync.Mutex // guards buf and every write to f (held across the flush write; never with Log.mu or Log.failMu)
 	buf []byte     // the tail: bytes [start, start+len(buf)), not yet written to f; nil when empty
 }
 
