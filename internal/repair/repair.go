@@ -3,6 +3,8 @@
 package repair
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 
+	"sluice/internal/kvlog"
 	"sluice/internal/storage"
 	"sluice/internal/vfs"
+	"sluice/internal/wal"
 )
 
 // Options choose what Run checks and whether it cuts.
@@ -48,6 +52,10 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	rp, err := inspectWAL(fs, o.Data, out)
+	if err != nil {
+		return nil, err
+	}
 	var reps []storage.RepairReport
 	corrupt := false
 	for _, d := range dirs {
@@ -57,6 +65,9 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 			return reps, fmt.Errorf("repair: %s: %w", d.name, err)
 		}
 		printReport(out, d.name, rep)
+		if rp != nil && d.walKey != nil {
+			printPending(out, d.name, rep, rp, *d.walKey)
+		}
 		corrupt = corrupt || (rep.Corruption != nil && !rep.Truncated)
 	}
 	if corrupt {
@@ -66,8 +77,9 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 }
 
 type logDir struct {
-	name string // "topic/partition", or "groups" / "transactions" for a coordinator's log
-	path string
+	name   string // "topic/partition", or "groups" / "transactions" for a coordinator's log
+	path   string
+	walKey *wal.Key // the log's key in the write-ahead log; nil when unknown
 }
 
 // logDirs lists the selected logs: topics/<name>/<n>, and without a
@@ -84,6 +96,7 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 	}
 	var dirs []logDir
 	for _, t := range topics {
+		id, idOK := topicID(fs, filepath.Join(root, t))
 		ents, err := fs.ReadDir(filepath.Join(root, t))
 		if errors.Is(err, os.ErrNotExist) && o.Topic != "" {
 			return nil, fmt.Errorf("repair: topic %q does not exist in %s", o.Topic, o.Data)
@@ -96,13 +109,18 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 			if err != nil || strconv.FormatInt(n, 10) != e || (o.Partition >= 0 && n != int64(o.Partition)) {
 				continue
 			}
-			dirs = append(dirs, logDir{name: t + "/" + e, path: filepath.Join(root, t, e)})
+			d := logDir{name: t + "/" + e, path: filepath.Join(root, t, e)}
+			if idOK {
+				d.walKey = &wal.Key{Topic: id, Partition: int32(n)}
+			}
+			dirs = append(dirs, d)
 		}
 	}
 	if o.Topic == "" {
 		for _, sub := range []string{"groups", "transactions"} {
-			if d, ok := coordinatorLog(fs, o.Data, sub); ok {
-				dirs = append(dirs, logDir{name: sub, path: d})
+			if d, gen, ok := coordinatorLog(fs, o.Data, sub); ok {
+				k := kvlog.WALKey(sub, gen)
+				dirs = append(dirs, logDir{name: sub, path: d, walKey: &k})
 			}
 		}
 	}
@@ -113,24 +131,92 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 }
 
 // coordinatorLog returns the live log directory of the coordinator whose
-// state is in data/sub (its CURRENT file names it), if any.
-func coordinatorLog(fs vfs.FS, data, sub string) (string, bool) {
+// state is in data/sub (its CURRENT file names it) and its generation,
+// if any.
+func coordinatorLog(fs vfs.FS, data, sub string) (string, int, bool) {
 	f, err := fs.Open(filepath.Join(data, sub, "CURRENT"))
 	if err != nil {
-		return "", false
+		return "", 0, false
 	}
 	defer f.Close()
 	b := make([]byte, 64)
 	n, _ := f.ReadAt(b, 0)
 	name := strings.TrimSpace(string(b[:n]))
-	if !strings.HasPrefix(name, "log-") || strings.ContainsAny(name, "/\\") {
-		return "", false
+	gen, err := strconv.Atoi(strings.TrimPrefix(name, "log-"))
+	if !strings.HasPrefix(name, "log-") || err != nil || gen <= 0 {
+		return "", 0, false
 	}
 	d := filepath.Join(data, sub, name)
 	if _, err := fs.Stat(d); err != nil {
-		return "", false
+		return "", 0, false
 	}
-	return d, true
+	return d, gen, true
+}
+
+// topicID reads the topic ID from dir/topic.json.
+func topicID(fs vfs.FS, dir string) ([16]byte, bool) {
+	var id [16]byte
+	f, err := fs.Open(filepath.Join(dir, "topic.json"))
+	if err != nil {
+		return id, false
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil || size > 1<<20 {
+		return id, false
+	}
+	b := make([]byte, size)
+	if n, _ := f.ReadAt(b, 0); int64(n) != size {
+		return id, false
+	}
+	var m struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return id, false
+	}
+	raw, err := hex.DecodeString(m.ID)
+	if err != nil || len(raw) != len(id) {
+		return id, false
+	}
+	copy(id[:], raw)
+	return id, true
+}
+
+// inspectWAL reads the write-ahead log a stopped broker left in
+// data/wal, without changing it, and prints the damage found in it. It
+// returns nil when there is none.
+func inspectWAL(fs vfs.FS, data string, out io.Writer) (*wal.Replay, error) {
+	dir := filepath.Join(data, "wal")
+	if _, err := fs.Stat(dir); err != nil {
+		return nil, nil
+	}
+	rp, ds, err := wal.Inspect(fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("repair: read the write-ahead log: %w", err)
+	}
+	for _, d := range ds {
+		fmt.Fprintf(out, "wal: segment %s does not decode at byte %d, but %d entries after it do: the broker's start replays only what comes before it, so the batches after it are lost unless the partitions' own files hold them (after a power loss they may be a write that was never acknowledged)\n", d.Segment, d.At, d.After)
+	}
+	return rp, nil
+}
+
+// printPending says what the write-ahead log holds for a log: batches
+// acknowledged and durable there, which the broker's next start writes
+// into the log where they continue it.
+func printPending(out io.Writer, name string, r storage.RepairReport, rp *wal.Replay, k wal.Key) {
+	first, end, n := rp.Pending(k)
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s: the write-ahead log holds offsets %d to %d (%d entries); the broker's next start writes those after the log's end into it\n", name, first, end-1, n)
+	if c := r.Corruption; c != nil && c.Offset >= first && c.Offset < end {
+		verb := "a cut there"
+		if r.Truncated {
+			verb = "the cut"
+		}
+		fmt.Fprintf(out, "%s: it holds the corrupt offset %d: after %s, the next start restores the offsets it holds from there\n", name, c.Offset, verb)
+	}
 }
 
 func printReport(out io.Writer, name string, r storage.RepairReport) {

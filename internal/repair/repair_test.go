@@ -6,9 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"sluice/internal/kvlog"
 	"sluice/internal/storage"
 	"sluice/internal/storage/storagetest"
 	"sluice/internal/vfs"
+	"sluice/internal/wal"
 )
 
 func makeLog(t *testing.T, fs vfs.FS, dir string) {
@@ -66,5 +68,133 @@ func TestRunSelection(t *testing.T) {
 	defer u.Unlock()
 	if _, err := Run(m, Options{Data: "/data", Partition: -1}, &bytes.Buffer{}); !errors.Is(err, vfs.ErrLocked) {
 		t.Fatalf("Run on a locked directory: %v, want ErrLocked", err)
+	}
+}
+
+// TestRunReportsWAL: Run says which offsets the write-ahead log holds
+// for a partition and a coordinator log (the next start writes them),
+// that it holds a corrupt offset a cut would remove, and damage inside
+// the write-ahead log itself; it changes nothing without Truncate.
+func TestRunReportsWAL(t *testing.T) {
+	m := vfs.NewMem()
+	makeLog(t, m, "/data/topics/a/0") // offsets 0..2
+	f, _ := m.Create("/data/topics/a/topic.json")
+	f.Write([]byte(`{"id":"0102030405060708090a0b0c0d0e0f10","partitions":1}`))
+	f.Close()
+	makeLog(t, m, "/data/groups/log-000003")
+	f, _ = m.Create("/data/groups/CURRENT")
+	f.Write([]byte("log-000003\n"))
+	f.Close()
+
+	w, _, err := wal.Open(wal.Options{FS: m, Dir: "/data/wal", SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := wal.Key{Topic: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}
+	for _, e := range []struct {
+		k     wal.Key
+		first int64
+	}{{part, 3}, {part, 6}, {kvlog.WALKey("groups", 3), 3}, {kvlog.WALKey("groups", 2), 9}} {
+		b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, e.first), e.first)
+		p, err := w.Append(e.k, e.first, e.first+3, b)
+		if err == nil {
+			err = w.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	if _, err := Run(m, Options{Data: "/data", Partition: -1}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "a/0: ok\n" +
+		"a/0: the write-ahead log holds offsets 3 to 8 (2 entries); the broker's next start writes those after the log's end into it\n" +
+		"groups: ok\n" +
+		"groups: the write-ahead log holds offsets 3 to 5 (1 entries); the broker's next start writes those after the log's end into it\n"
+	if out.String() != want {
+		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+
+	// Damage the first entry of the WAL: three entries after it decode.
+	names, _ := m.ReadDir("/data/wal")
+	seg := "/data/wal/" + names[0]
+	g, err := m.OpenRW(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteAt([]byte{0xff, 0xee}, 60)
+	g.Close()
+	out.Reset()
+	if _, err := Run(m, Options{Data: "/data", Partition: -1}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "wal: segment "+seg+" does not decode at byte 0, but 3 entries after it do") || strings.Contains(s, "a/0: the write-ahead log") {
+		t.Fatalf("output after damaging the WAL's first entry:\n%s", s)
+	}
+}
+
+// TestRunCorruptionTheWALHolds: a corrupt batch whose offsets the
+// write-ahead log holds is reported as restorable by the next start.
+func TestRunCorruptionTheWALHolds(t *testing.T) {
+	m := vfs.NewMem()
+	l, err := storage.Open(m, "/data/topics/a/0", storage.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, 1), 0)
+	second, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, 2), 3)
+	if err := l.Append(first, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := m.Create("/data/topics/a/topic.json")
+	f.Write([]byte(`{"id":"0102030405060708090a0b0c0d0e0f10","partitions":1}`))
+	f.Close()
+	w, _, err := wal.Open(wal.Options{FS: m, Dir: "/data/wal", SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := wal.Key{Topic: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}
+	p, err := w.Append(part, 0, 6, append(first, second...))
+	if err == nil {
+		err = w.Sync(p)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := m.ReadDir("/data/topics/a/0")
+	var seg string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".log") {
+			seg = "/data/topics/a/0/" + n
+		}
+	}
+	g, err := m.OpenRW(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteAt([]byte{0xff}, 70) // inside the records: the CRC fails
+	g.Close()
+	var out bytes.Buffer
+	if _, err := Run(m, Options{Data: "/data", Partition: -1}, &out); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Run: %v, want ErrCorrupt; output:\n%s", err, out.String())
+	}
+	s := out.String()
+	if !strings.Contains(s, "a/0: the write-ahead log holds offsets 0 to 5 (1 entries)") ||
+		!strings.Contains(s, "a/0: it holds the corrupt offset 0: after a cut there, the next start restores") {
+		t.Fatalf("output:\n%s", s)
 	}
 }

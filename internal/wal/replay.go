@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -109,18 +110,9 @@ func listSegments(fs vfs.FS, dir string) (*Replay, error) {
 // readSegment reads the entries of one segment file, up to the first
 // that does not decode.
 func readSegment(fs vfs.FS, path string, seq uint64) ([]entry, error) {
-	f, err := fs.Open(path)
+	b, err := readFile(fs, path)
 	if err != nil {
-		return nil, fmt.Errorf("wal: open %s: %w", path, err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, fmt.Errorf("wal: size of %s: %w", path, err)
-	}
-	b := make([]byte, size)
-	if n, err := f.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
-		return nil, fmt.Errorf("wal: read %s: %w", path, err)
+		return nil, err
 	}
 	var es []entry
 	for pos := 0; pos < len(b); {
@@ -264,4 +256,142 @@ func (w *WAL) refill(k Key, t Target, to int64) error {
 	}
 	_, err := applyEntries(es, t, to)
 	return err
+}
+
+// Pending reports k's data entries: how many there are and the offsets
+// they cover, from the first batch of the oldest to the end of the
+// newest (first == end when there are none). Replaying them brings a
+// log that ends anywhere in [first, end) up to end, unless an entry in
+// between was lost (see Inspect).
+func (rp *Replay) Pending(k Key) (first, end int64, entries int) {
+	for _, e := range rp.byKey[k] {
+		if e.kind != kindData || len(e.data) < batch.HeaderSize {
+			continue
+		}
+		h, err := batch.ParseHeader(e.data)
+		if err != nil {
+			continue
+		}
+		last := h.LastOffset()
+		for pos := h.Size(); pos+batch.HeaderSize <= len(e.data); {
+			h, err = batch.ParseHeader(e.data[pos:])
+			if err != nil || h.Size() < batch.HeaderSize {
+				break
+			}
+			last = h.LastOffset()
+			pos += h.Size()
+		}
+		if entries == 0 {
+			first = e.offset
+		}
+		entries++
+		first, end = min(first, e.offset), max(end, last+1)
+	}
+	if entries == 0 {
+		return 0, 0, 0
+	}
+	return first, end, entries
+}
+
+// Damage is a segment whose readable entries end at a byte that does not
+// decode while entries written after it in the same segment do. Replay
+// applies only what comes before it; the entries after it are ignored.
+// A round's entries are written in order and a failed round abandons the
+// segment, so this is damage to the file (a bad sector, bit rot, a write
+// lost by the disk), or, after the machine itself lost power, the tail of
+// a round whose fdatasync never finished (written out of order by the
+// disk, and never acknowledged).
+type Damage struct {
+	Segment string // the segment file
+	At      int64  // the first byte that does not decode
+	After   int    // entries of the segment that decode after At
+}
+
+// Inspect reads the segments in dir like Read, without changing
+// anything, and also looks past the end of each segment's readable
+// entries for entries that were written after it: the damage it finds,
+// oldest segment first. It is for offline checks (`sluice repair`): the
+// scan reads every byte of each segment.
+func Inspect(fs vfs.FS, dir string) (*Replay, []Damage, error) {
+	rp, err := readAll(fs, dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, nil, err
+	}
+	var ds []Damage
+	for _, s := range rp.segs {
+		b, err := readFile(fs, s.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		end := 0
+		for end < len(b) {
+			_, n, err := decodeEntry(b[end:], s.seq)
+			if err != nil {
+				break
+			}
+			end += n
+		}
+		if after := entriesAfter(b, end, s.seq); after > 0 {
+			ds = append(ds, Damage{Segment: s.path, At: int64(end), After: after})
+		}
+	}
+	return rp, ds, nil
+}
+
+// entriesAfter counts the entries of segment seq that decode in b after
+// byte from (which does not decode), trying every byte position. Before
+// computing a CRC it checks what a real entry of this shape must hold (a
+// truncate entry's exact size; a data entry's offset equal to its first
+// batch's base offset), so that stale bytes of a recycled file and zeros
+// cost a few comparisons per byte.
+func entriesAfter(b []byte, from int, seq uint64) int {
+	n := 0
+	for q := from + 1; q+entryHead <= len(b); q++ {
+		if b[q] == 0 && b[q+1] == 0 && b[q+2] == 0 && b[q+3] == 0 {
+			continue // no entry is this short: zeros, mostly
+		}
+		if !plausibleEntry(b[q:]) {
+			continue
+		}
+		if _, size, err := decodeEntry(b[q:], seq); err == nil {
+			n++
+			q += size - 1
+		}
+	}
+	return n
+}
+
+// plausibleEntry reports whether b starts with what an entry's framing
+// and first batch must hold, before its CRC is checked.
+func plausibleEntry(b []byte) bool {
+	n := int(binary.BigEndian.Uint32(b[0:]))
+	if n < fixedBody || n > len(b)-frameSize {
+		return false
+	}
+	switch b[8] {
+	case kindTruncate:
+		return n == fixedBody
+	case kindData:
+		data := b[entryHead : frameSize+n]
+		return len(data) >= batch.HeaderSize && string(data[:8]) == string(b[29:37])
+	}
+	return false
+}
+
+// readFile reads a whole segment file.
+func readFile(fs vfs.FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("wal: open %s: %w", path, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("wal: size of %s: %w", path, err)
+	}
+	b := make([]byte, size)
+	if n, err := f.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && int64(n) == size) {
+		return nil, fmt.Errorf("wal: read %s: %w", path, err)
+	}
+	return b, nil
 }
