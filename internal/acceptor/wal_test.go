@@ -91,7 +91,14 @@ func openWALParts(fs vfs.FS, root string, parts int, cfg Config) (*wal.WAL, []*s
 		return nil, nil, nil, nil, err
 	}
 	for p := range parts {
-		l, err := storage.Open(fs, walPartDir(root, p), walScfg())
+		scfg := walScfg()
+		if parts == 1 {
+			// A lone partition fsyncs its own segment (wal.Handle.Alone)
+			// and writes zeros ahead of it.
+			scfg = crashStorage
+			scfg.WriteBehind = walWriteBehind
+		}
+		l, err := storage.Open(fs, walPartDir(root, p), scfg)
 		if err != nil {
 			return fail(err)
 		}
@@ -205,10 +212,19 @@ var walCfg = Config{BufferSize: 8 << 10, QueueSize: 64, RetentionCheck: -1, WALM
 // and recovers as a broker start does: every append acknowledged as
 // durable is in its partition byte for byte, offsets are contiguous, and
 // nothing below a published high watermark is missing.
-func TestWALCrashAtEveryBoundary(t *testing.T) { eachWriteBehind(t, testWALCrashAtEveryBoundary) }
+func TestWALCrashAtEveryBoundary(t *testing.T) {
+	eachWriteBehind(t, func(t *testing.T) { walCrashAtEveryBoundary(t, 4, 120) })
+}
 
-func testWALCrashAtEveryBoundary(t *testing.T) {
-	const parts, n = 4, 120
+// TestWALAloneCrashAtEveryBoundary is TestWALCrashAtEveryBoundary with
+// one partition: after its first WAL round it writes alone
+// (wal.Handle.Alone), fsyncs its own segment and writes zeros ahead of
+// it, so the crash points cut those fsyncs and preallocations too.
+func TestWALAloneCrashAtEveryBoundary(t *testing.T) {
+	eachWriteBehind(t, func(t *testing.T) { walCrashAtEveryBoundary(t, 1, 120) })
+}
+
+func walCrashAtEveryBoundary(t *testing.T, parts, n int) {
 	fs := vfs.NewMem()
 	clean := walCfg
 	clean.Metrics = NewMetrics(nil)
