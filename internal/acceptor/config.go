@@ -107,8 +107,9 @@ type WAL interface {
 	// Checkpoint says the partition's log is fsynced below end.
 	Checkpoint(end int64)
 	// Alone reports whether this partition was the only one in the
-	// WAL's last group commit: its cycles then fsync the segment
-	// directly (always safe), until other partitions write again.
+	// WAL's last group commit and no other partition's (or internal
+	// log's) entries wait for the next one: its cycles then fsync the
+	// segment directly (always safe), until others write again.
 	Alone() bool
 	// Behind reports whether the WAL wants this partition to
 	// checkpoint now (it holds old segments with its entries).

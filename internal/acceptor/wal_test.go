@@ -502,3 +502,54 @@ func testWALInline(t *testing.T) {
 		t.Fatal("the replay appended nothing: the acknowledged appends were not durable in the WAL alone")
 	}
 }
+
+// TestWALJoinsBufferedRound: a partition alone in the WAL's last round
+// fsyncs its own segment, except while another key's entry waits in the
+// WAL's buffer (a transaction's decision queued just before its marker):
+// its append then joins the round that entry needs, one fsync for both.
+func TestWALJoinsBufferedRound(t *testing.T) {
+	fs := vfs.NewMem()
+	w, logs, accs, _, err := openWALParts(fs, walRoot, 1, walCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	defer logs[0].Close()
+	defer accs[0].Close()
+	appendOne := func(i int) {
+		t.Helper()
+		s := spec{records: 1, valueSize: 40, durable: true, seed: byte(i)}
+		pend, err := accs[0].Enqueue(context.Background(), &Request{Batches: s.bytes(i), Durable: true})
+		if err == nil {
+			_, err = pend.Wait(context.Background())
+		}
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	appendOne(0) // the WAL's first round: this partition's entry alone
+	if !w.For(walKey(0)).Alone() {
+		t.Fatal("not alone after a round of its own entry only")
+	}
+	st := w.Stats()
+	appendOne(1)
+	if got := w.Stats(); got.Entries != st.Entries {
+		t.Fatalf("a partition alone in the WAL wrote %d WAL entries; want its segment's fsync", got.Entries-st.Entries)
+	}
+	other := w.For(walKey(9))
+	pos, err := other.Append(0, 1, spec{records: 1, valueSize: 40, seed: 9}.bytes(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = w.Stats()
+	appendOne(2)
+	if got := w.Stats(); got.Rounds != st.Rounds+1 || got.Entries != st.Entries+2 {
+		t.Fatalf("append beside a buffered entry: %d rounds with %d entries; want 1 round carrying both", got.Rounds-st.Rounds, got.Entries-st.Entries)
+	}
+	if err := other.Sync(pos); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Stats(); got.Rounds != st.Rounds+1 {
+		t.Fatal("the buffered entry needed a round of its own")
+	}
+}

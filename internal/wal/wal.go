@@ -135,8 +135,14 @@ type WAL struct {
 	firstSeq uint64 // the sequence number of this run's first segment
 	// soloKey is the one key whose entries the last round wrote, when
 	// it wrote only one key's (solo); guarded by mu.
-	soloKey  Key
-	solo     bool
+	soloKey Key
+	solo    bool
+	// bufKey is the key of the first entry in buf, and bufMixed says
+	// that buf also holds another key's entries (guarded by mu): a key
+	// whose last round was solo is not Alone while another key's
+	// entries wait for the next round, which will run anyway.
+	bufKey   Key
+	bufMixed bool
 	prepping bool // guarded by mu: the preparer and the flusher were started (at the first entry)
 
 	// Asynchronous syncs (SyncAsync): the flusher goroutine leads rounds
@@ -231,6 +237,12 @@ func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 		w.prepping = true
 		go w.prepare(w.firstSeq)
 		go w.flusher()
+	}
+	switch {
+	case len(w.metas) == 0:
+		w.bufKey, w.bufMixed = k, false
+	case k != w.bufKey:
+		w.bufMixed = true
 	}
 	w.buf = appendEntry(w.buf, kind, k, off, data)
 	w.metas = append(w.metas, meta{key: k, end: end, size: size, trunc: kind == kindTruncate})
@@ -907,12 +919,20 @@ func (h *Handle) SyncAsync(pos uint64, done func(error)) { h.w.SyncAsync(Pos(pos
 func (h *Handle) Checkpoint(end int64) { h.w.Checkpoint(h.k, end) }
 
 // Alone reports whether the WAL's last round carried this key's entries
-// and no other's: the partition is the only one writing, and its own
-// segment's fsync costs it less than the WAL's write and fsync on top of
-// its segment write.
+// and no other's, and no other key's entries wait for the next round:
+// the partition is the only one writing, and its own segment's fsync
+// costs it less than the WAL's write and fsync on top of its segment
+// write. While another key's entries are buffered (a transaction
+// coordinator's decision queued just before its marker, an implicit add
+// before its batch) the next round runs anyway, and joining it costs the
+// partition a copy where a segment fsync of its own would be a second
+// fsync beside that round.
 func (h *Handle) Alone() bool {
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
+	if len(h.w.metas) > 0 && (h.w.bufMixed || h.w.bufKey != h.k) {
+		return false
+	}
 	return h.w.solo && h.w.soloKey == h.k
 }
 

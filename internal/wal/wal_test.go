@@ -446,6 +446,31 @@ func TestAlone(t *testing.T) {
 	if a.Alone() || b.Alone() {
 		t.Fatal("a round of two keys left one alone")
 	}
+	// A solo key is not alone while another key's entry waits for the
+	// next round, and is again once that round ran without it.
+	sync(a, 2)
+	if !a.Alone() {
+		t.Fatal("after a round of key 1 only: not alone")
+	}
+	pb, _ = b.Append(1, 2, batches(1, 1, 3))
+	if a.Alone() {
+		t.Fatal("alone while key 2's entry is buffered")
+	}
+	pa, _ = a.Append(3, 4, batches(3, 1, 4))
+	if a.Alone() {
+		t.Fatal("alone while its entry and key 2's are buffered")
+	}
+	if err := w.Sync(max(Pos(pa), Pos(pb))); err != nil {
+		t.Fatal(err)
+	}
+	sync(a, 4)
+	pa, _ = a.Append(5, 6, batches(5, 1, 5))
+	if !a.Alone() {
+		t.Fatal("not alone with only its own entry buffered after a solo round")
+	}
+	if err := a.Sync(pa); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestInspectFindsDamage: Inspect reports each key's pending range and
