@@ -132,13 +132,19 @@ type fillRun struct {
 	// the check it asserts on runs between writes however busy the
 	// machine is).
 	between func()
+	// valueSize is each record's value size; 0: 2000 bytes.
+	valueSize int
 }
 
 const fillRecords = 5 // records per batch
 
 func (f *fillRun) batch() ([]byte, int64) {
 	f.nextTs += 1000
-	return storagetest.Build(storagetest.Spec{Records: fillRecords, ValueSize: 2000, Timestamp: f.nextTs,
+	size := f.valueSize
+	if size == 0 {
+		size = 2000
+	}
+	return storagetest.Build(storagetest.Spec{Records: fillRecords, ValueSize: size, Timestamp: f.nextTs,
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}), f.nextTs
 }
 

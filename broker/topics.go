@@ -243,6 +243,9 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 	txns := newTxnIndex()
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
+	if b.wal != nil {
+		scfg.WriteBehind = segmentWriteBehind
+	}
 	scfg.Logger = log
 	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
 	l, err := storage.Open(b.fs, dir, scfg)

@@ -13,6 +13,19 @@ import (
 	"sluice/internal/wal"
 )
 
+// segmentWriteBehind is how many of a partition's newest bytes its
+// active segment keeps in memory while the WAL is on
+// (storage.Config.WriteBehind): acks=all appends are durable in the WAL
+// before they are acknowledged, so each produce request copies a
+// partition's batches into memory instead of writing them to the
+// segment file, and the segment gets one write per this many bytes (or
+// per checkpoint). With thousands of active partitions it bounds the
+// memory held: at most this much per partition written since its last
+// checkpoint. 16 KiB keeps most of the CPU saved with 32 KiB (one write
+// per dozens of requests either way) at about half the memory:
+// docs/benchmarks.md, "Write-behind segment tail".
+const segmentWriteBehind = 16 << 10
+
 // openWAL reads the write-ahead log a previous run left in <data>/wal (if
 // any) for load to replay into the partitions, and opens a fresh one for
 // this run when the WAL is on (fsync policy always). The directory

@@ -22,6 +22,9 @@ import (
 // until killed.
 const walKillChildEnv = "SLUICE_ACCEPTOR_WAL_KILL_CHILD_DIR"
 
+// walKillWriteBehindEnv passes walWriteBehind to the child.
+const walKillWriteBehindEnv = "SLUICE_ACCEPTOR_WAL_KILL_CHILD_WRITE_BEHIND"
+
 const walKillParts = 16
 
 // TestWALKillMidLoad re-executes the test binary as a child that appends
@@ -29,18 +32,29 @@ const walKillParts = 16
 // "ack <i> <partition> <base>" after each durable acknowledgement. The
 // parent kills it with SIGKILL mid-load, replays the WAL into the logs as
 // a broker start does, and checks that every acknowledged append is
-// there byte for byte with contiguous offsets.
+// there byte for byte with contiguous offsets. With a write-behind tail,
+// the kill loses the tails' bytes, which the replay restores.
 func TestWALKillMidLoad(t *testing.T) {
 	if dir := os.Getenv(walKillChildEnv); dir != "" {
+		wb, err := strconv.Atoi(os.Getenv(walKillWriteBehindEnv))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child: bad", walKillWriteBehindEnv, err)
+			os.Exit(2)
+		}
+		walWriteBehind = wb
 		walKillChild(dir)
 		return
 	}
+	eachWriteBehind(t, walKillMidLoad)
+}
+
+func walKillMidLoad(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL is not available on windows")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWALKillMidLoad$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walKillChildEnv+"="+dir)
+	cmd.Env = append(os.Environ(), walKillChildEnv+"="+dir, walKillWriteBehindEnv+"="+strconv.Itoa(walWriteBehind))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -45,13 +45,33 @@ func multiSpec(i int) spec {
 	return s
 }
 
+// walWriteBehind is the partition logs' storage.Config.WriteBehind in
+// the WAL tests; eachWriteBehind sets it.
+var walWriteBehind int
+
 // walScfg lays partition logs out in small segments, so that the
-// workload rolls them, with no zeros ahead (the WAL makes them useless).
-var walScfg = func() storage.Config {
+// workload rolls them, with no zeros ahead (the WAL makes them useless),
+// and a write-behind tail of walWriteBehind bytes.
+func walScfg() storage.Config {
 	c := crashStorage
 	c.Preallocate = -1
+	c.WriteBehind = walWriteBehind
 	return c
-}()
+}
+
+// eachWriteBehind runs f twice: with partition logs that write every
+// append to their files, and with logs that keep their newest bytes in a
+// write-behind tail, as the broker's do when the WAL is on (2 KiB here,
+// so that the workloads flush tails as well as sync them).
+func eachWriteBehind(t *testing.T, f func(t *testing.T)) {
+	for _, wb := range []int{0, 2 << 10} {
+		t.Run(fmt.Sprintf("write-behind=%d", wb), func(t *testing.T) {
+			walWriteBehind = wb
+			defer func() { walWriteBehind = 0 }()
+			f(t)
+		})
+	}
+}
 
 // openWALParts opens the WAL and the logs of parts partitions in fs,
 // replays the WAL into them (as the broker does at start) and starts
@@ -71,11 +91,12 @@ func openWALParts(fs vfs.FS, root string, parts int, cfg Config) (*wal.WAL, []*s
 		return nil, nil, nil, nil, err
 	}
 	for p := range parts {
-		scfg := walScfg
+		scfg := walScfg()
 		if parts == 1 {
 			// A lone partition fsyncs its own segment (wal.Handle.Alone)
 			// and writes zeros ahead of it.
 			scfg = crashStorage
+			scfg.WriteBehind = walWriteBehind
 		}
 		l, err := storage.Open(fs, walPartDir(root, p), scfg)
 		if err != nil {
@@ -191,13 +212,17 @@ var walCfg = Config{BufferSize: 8 << 10, QueueSize: 64, RetentionCheck: -1, WALM
 // and recovers as a broker start does: every append acknowledged as
 // durable is in its partition byte for byte, offsets are contiguous, and
 // nothing below a published high watermark is missing.
-func TestWALCrashAtEveryBoundary(t *testing.T) { walCrashAtEveryBoundary(t, 4, 120) }
+func TestWALCrashAtEveryBoundary(t *testing.T) {
+	eachWriteBehind(t, func(t *testing.T) { walCrashAtEveryBoundary(t, 4, 120) })
+}
 
 // TestWALAloneCrashAtEveryBoundary is TestWALCrashAtEveryBoundary with
 // one partition: after its first WAL round it writes alone
 // (wal.Handle.Alone), fsyncs its own segment and writes zeros ahead of
 // it, so the crash points cut those fsyncs and preallocations too.
-func TestWALAloneCrashAtEveryBoundary(t *testing.T) { walCrashAtEveryBoundary(t, 1, 120) }
+func TestWALAloneCrashAtEveryBoundary(t *testing.T) {
+	eachWriteBehind(t, func(t *testing.T) { walCrashAtEveryBoundary(t, 1, 120) })
+}
 
 func walCrashAtEveryBoundary(t *testing.T, parts, n int) {
 	fs := vfs.NewMem()
@@ -252,7 +277,9 @@ func walCrashAtEveryBoundary(t *testing.T, parts, n int) {
 // appends to many partitions are in flight: every append acknowledged
 // before the crash instant survives, and some of them survive only
 // because the WAL held them (the replay appended batches).
-func TestWALCrashMidFlight(t *testing.T) {
+func TestWALCrashMidFlight(t *testing.T) { eachWriteBehind(t, testWALCrashMidFlight) }
+
+func testWALCrashMidFlight(t *testing.T) {
 	const parts, n = 16, 1600
 	fs := vfs.NewMem()
 	w, logs, accs, _, err := openWALParts(fs, walRoot, parts, walCfg)
@@ -329,7 +356,9 @@ func TestWALCrashMidFlight(t *testing.T) {
 // heal (refilling from the WAL what their log lost, writing a truncate
 // entry), appends go on, and after a crash every acknowledged append is
 // there with contiguous offsets.
-func TestWALHeal(t *testing.T) {
+func TestWALHeal(t *testing.T) { eachWriteBehind(t, testWALHeal) }
+
+func testWALHeal(t *testing.T) {
 	healed := 0 // appends that failed and were retried after a heal
 	defer func() {
 		if healed == 0 && !t.Failed() {
@@ -402,7 +431,9 @@ func TestWALHeal(t *testing.T) {
 // are handled on the caller's goroutine while the partitions' run
 // goroutines wait, keep their order per partition, and are durable when
 // released: a machine crash right after loses none of them.
-func TestWALInline(t *testing.T) {
+func TestWALInline(t *testing.T) { eachWriteBehind(t, testWALInline) }
+
+func testWALInline(t *testing.T) {
 	const parts, requests, perPart = 8, 40, 3
 	fs := vfs.NewMem()
 	m := NewMetrics(nil)

@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"fmt"
 	"io"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"sluice/internal/storage/storagetest"
@@ -70,5 +73,40 @@ func BenchmarkRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		off = (off + 997) % (next - 1024)
+	}
+}
+
+// BenchmarkAppendManyLogs appends 300-byte batches round-robin to 2000
+// logs on the OS filesystem, as a produce request spread over 2000
+// partitions does, with the write-behind tail off and at several sizes.
+// Nothing is synced (with the shared WAL, a partition's segment is
+// synced only at a rare checkpoint). One op is one Append.
+func BenchmarkAppendManyLogs(b *testing.B) {
+	const logs = 2000
+	for _, wb := range []int{0, 16 << 10} {
+		b.Run(fmt.Sprintf("write-behind=%dKiB", wb>>10), func(b *testing.B) {
+			dir := b.TempDir()
+			ls := make([]*Log, logs)
+			for i := range ls {
+				l, err := Open(vfs.OS(), filepath.Join(dir, strconv.Itoa(i)), Config{Preallocate: -1, WriteBehind: wb})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				ls[i] = l
+			}
+			tmpl := storagetest.MakeBatch(3, 100-25, 1)
+			b.SetBytes(int64(len(tmpl)))
+			next := make([]int64, logs)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p := i % logs
+				buf, n := storagetest.WithBaseOffset(tmpl, next[p])
+				if err := ls[p].Append(buf, nil); err != nil {
+					b.Fatal(err)
+				}
+				next[p] = n
+			}
+		})
 	}
 }

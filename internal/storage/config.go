@@ -20,6 +20,17 @@ type Config struct {
 	// the segment holds, at least 16 KiB), so that an fsync after an
 	// append covers data only; default 256 KiB; <0 off.
 	Preallocate int64
+	// WriteBehind, when positive, keeps up to this many of the active
+	// segment's newest bytes in memory instead of writing each Append to
+	// the file: they are written in one write once that many are
+	// buffered, and always before the segment is synced (Sync, Roll,
+	// Close) or otherwise touched; readers see them either way. A Sync
+	// still makes every appended byte durable, but a process that dies
+	// loses the buffered bytes, which a plain write would have left in
+	// the page cache: set it only when every append is made durable
+	// elsewhere before it is acknowledged (the broker's shared
+	// write-ahead log, which replays them). 0 (the default): off.
+	WriteBehind int
 	Now         func() time.Time
 	// RetainFrom, if set, returns an offset retention must keep: a
 	// segment is removed only when every offset in it is below
@@ -71,6 +82,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IndexInterval < 0 {
 		return c, fmt.Errorf("storage: IndexInterval %d is negative", c.IndexInterval)
+	}
+	if c.WriteBehind < 0 {
+		return c, fmt.Errorf("storage: WriteBehind %d is negative", c.WriteBehind)
 	}
 	if c.Preallocate == 0 {
 		c.Preallocate = DefaultPreallocate

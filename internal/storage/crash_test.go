@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -121,6 +122,14 @@ func TestCrashAtEveryBoundary(t *testing.T) {
 	t.Run("preallocated", func(t *testing.T) {
 		crashAtEveryBoundary(t, Config{SegmentBytes: 2 << 10, IndexInterval: 256, Preallocate: 700})
 	})
+	// The newest bytes in memory until 600 of them gather or a sync
+	// comes: a crash loses the unflushed tail, never a synced byte.
+	t.Run("write-behind", func(t *testing.T) {
+		crashAtEveryBoundary(t, Config{SegmentBytes: 2 << 10, IndexInterval: 256, Preallocate: -1, WriteBehind: 600})
+	})
+	t.Run("write-behind preallocated", func(t *testing.T) {
+		crashAtEveryBoundary(t, Config{SegmentBytes: 2 << 10, IndexInterval: 256, Preallocate: 700, WriteBehind: 600})
+	})
 }
 
 func crashAtEveryBoundary(t *testing.T, cfg Config) {
@@ -156,9 +165,17 @@ func crashAtEveryBoundary(t *testing.T, cfg Config) {
 	}
 }
 
-// TestCrashRepeated crashes, recovers and continues several times in a row.
+// TestCrashRepeated crashes, recovers and continues several times in a
+// row, with and without a write-behind tail.
 func TestCrashRepeated(t *testing.T) {
-	cfg := Config{SegmentBytes: 2 << 10, IndexInterval: 256}
+	for _, wb := range []int{0, 700} {
+		t.Run(fmt.Sprint("write-behind=", wb), func(t *testing.T) {
+			crashRepeated(t, Config{SegmentBytes: 2 << 10, IndexInterval: 256, WriteBehind: wb})
+		})
+	}
+}
+
+func crashRepeated(t *testing.T, cfg Config) {
 	m := vfs.NewMem()
 	rng := rand.New(rand.NewPCG(5, 5))
 	var durable []byte
@@ -183,12 +200,7 @@ func TestCrashRepeated(t *testing.T) {
 }
 
 func TestInjectedErrors(t *testing.T) {
-	cases := []struct {
-		name  string
-		kind  vfs.OpKind
-		n     int64 // which operation of kind, counted after Open
-		errno syscall.Errno
-	}{
+	cases := []injectCase{
 		{"write ENOSPC", vfs.OpWrite, 3, syscall.ENOSPC},
 		{"write EIO", vfs.OpWrite, 5, syscall.EIO},
 		{"sync EIO", vfs.OpSync, 2, syscall.EIO},
@@ -196,56 +208,73 @@ func TestInjectedErrors(t *testing.T) {
 		{"segment create on roll ENOSPC", vfs.OpCreate, 3, syscall.ENOSPC},
 		{"syncdir on roll EIO", vfs.OpSyncDir, 1, syscall.EIO},
 	}
-	cfg := Config{SegmentBytes: 1 << 10}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			m := vfs.NewMem()
-			l := mustOpen(t, m, dir, cfg)
-			m.Inject(vfs.FailNth(c.kind, m.Ops(c.kind)+c.n, c.errno, false))
-			next := int64(0)
-			var durable, appended []byte
-			var failure error
-			for i := 0; i < 30 && failure == nil; i++ {
-				b, n := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 200, int64(i)), next)
-				if err := l.Append(b, nil); err != nil {
-					failure = err
-					break
-				}
-				next = n
-				appended = append(appended, b...)
-				if err := l.Sync(); err != nil {
-					failure = err
-					break
-				}
-				durable = append(durable[:0], appended...)
-			}
-			if failure == nil {
-				t.Fatal("no error surfaced")
-			}
-			if !errors.Is(failure, c.errno) || !errors.Is(failure, ErrFailed) {
-				t.Fatalf("error %v: want it to match %v and ErrFailed", failure, c.errno)
-			}
-			// The log refuses further writes with the same error.
-			m.Inject(nil)
-			b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 1, 0), next)
-			if err := l.Append(b, nil); !errors.Is(err, c.errno) {
-				t.Fatalf("Append after failure: %v", err)
-			}
-			if err := l.Sync(); !errors.Is(err, ErrFailed) {
-				t.Fatalf("Sync after failure: %v", err)
-			}
-			if err := l.Close(); err != nil {
-				t.Fatalf("Close after failure: %v", err)
-			}
-			// Reopening after a crash keeps everything that was synced.
-			l = mustOpen(t, m.CrashClone(vfs.CrashOptions{}), dir, cfg)
-			defer l.Close()
-			got := readAll(t, l, 0)
-			if len(got) < len(durable) || !bytes.Equal(got[:len(durable)], durable) || !bytes.Equal(got, appended[:len(got)]) {
-				t.Fatalf("recovered %d bytes; %d durable, %d appended", len(got), len(durable), len(appended))
-			}
-		})
+	for _, wb := range []int{0, 4 << 10} {
+		cfg := Config{SegmentBytes: 1 << 10, WriteBehind: wb}
+		for _, c := range cases {
+			injectedError(t, cfg, c)
+		}
 	}
+}
+
+// injectCase is a failure TestInjectedErrors injects.
+type injectCase struct {
+	name  string
+	kind  vfs.OpKind
+	n     int64 // which operation of kind, counted after Open
+	errno syscall.Errno
+}
+
+// injectedError runs appends and syncs until the injected failure,
+// checks that it surfaces and sticks, and that a crash keeps every
+// synced byte.
+func injectedError(t *testing.T, cfg Config, c injectCase) {
+	t.Run(fmt.Sprintf("%s write-behind=%d", c.name, cfg.WriteBehind), func(t *testing.T) {
+		m := vfs.NewMem()
+		l := mustOpen(t, m, dir, cfg)
+		m.Inject(vfs.FailNth(c.kind, m.Ops(c.kind)+c.n, c.errno, false))
+		next := int64(0)
+		var durable, appended []byte
+		var failure error
+		for i := 0; i < 30 && failure == nil; i++ {
+			b, n := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 200, int64(i)), next)
+			if err := l.Append(b, nil); err != nil {
+				failure = err
+				break
+			}
+			next = n
+			appended = append(appended, b...)
+			if err := l.Sync(); err != nil {
+				failure = err
+				break
+			}
+			durable = append(durable[:0], appended...)
+		}
+		if failure == nil {
+			t.Fatal("no error surfaced")
+		}
+		if !errors.Is(failure, c.errno) || !errors.Is(failure, ErrFailed) {
+			t.Fatalf("error %v: want it to match %v and ErrFailed", failure, c.errno)
+		}
+		// The log refuses further writes with the same error.
+		m.Inject(nil)
+		b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 1, 0), next)
+		if err := l.Append(b, nil); !errors.Is(err, c.errno) {
+			t.Fatalf("Append after failure: %v", err)
+		}
+		if err := l.Sync(); !errors.Is(err, ErrFailed) {
+			t.Fatalf("Sync after failure: %v", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("Close after failure: %v", err)
+		}
+		// Reopening after a crash keeps everything that was synced.
+		l = mustOpen(t, m.CrashClone(vfs.CrashOptions{}), dir, cfg)
+		defer l.Close()
+		got := readAll(t, l, 0)
+		if len(got) < len(durable) || !bytes.Equal(got[:len(durable)], durable) || !bytes.Equal(got, appended[:len(got)]) {
+			t.Fatalf("recovered %d bytes; %d durable, %d appended", len(got), len(durable), len(appended))
+		}
+	})
 }
 
 func TestAppendRejectsBadInput(t *testing.T) {

@@ -127,10 +127,22 @@
 // other goroutine, concurrently with the writer: it fsyncs the segment
 // active when it starts, holding a reference to it, and a roll syncs the
 // segment it seals, so bytes appended before Sync was called are durable
-// when it returns. Log.failMu guards the failure that stops writes. Log.mu (the only lock)
+// when it returns. Log.failMu guards the failure that stops writes. Log.mu
 // guards the segment list and each segment's size, end offset, max
 // timestamp and in-memory indexes; no file I/O happens under it. Each
 // segment's file is reference counted: the log holds one reference while
 // the segment is listed and every read holds one while it runs, so
 // retention and Close never close a file under a reader.
+//
+// # Write-behind tail
+//
+// With Config.WriteBehind set, the active segment's file is a tailFile:
+// Append copies its bytes into an in-memory tail that is written to the
+// file when it fills, and before every other operation on the file (Sync,
+// Truncate, writes of zeros, Size); reads see the file and the tail
+// together, and Slice.WriteTo sends with sendfile only what the file
+// holds. tailFile.mu guards the tail and every write to the file (held
+// across the write that flushes the tail); it is never held with Log.mu
+// or Log.failMu (it may be with startMu or cleanMu, which are held
+// across file I/O), and nothing is taken under it.
 package storage

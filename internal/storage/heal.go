@@ -77,7 +77,13 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	// reading what they could (with a write-ahead log, acknowledged
 	// bytes past the log's own last fsync), rather than lose it to a cut
 	// that the sync after it would not make durable anyway.
-	if err := a.file.Sync(); err != nil {
+	probe := a.file.Sync
+	if t, ok := a.file.(*tailFile); ok && keep <= t.flushedEnd() {
+		// The kept bytes are in the file: the tail is cut below, not
+		// written (on a full disk, writing it would only fail again).
+		probe = t.syncFlushed
+	}
+	if err := probe(); err != nil {
 		return fmt.Errorf("storage: recover %s: the disk still fails: %w", a.path, err)
 	}
 	// The kept bytes are rescanned and published before the file is cut,

@@ -220,7 +220,11 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 		a = l.writerActive()
 	}
 	// At the end of the data: over zeros written ahead, or past them.
-	if n, err := a.file.WriteAt(buf, a.size); err != nil || n != len(buf) {
+	if t, ok := a.file.(*tailFile); ok {
+		if err := t.append(buf, a.size); err != nil {
+			return l.fail("write "+a.path, err)
+		}
+	} else if n, err := a.file.WriteAt(buf, a.size); err != nil || n != len(buf) {
 		if err == nil {
 			err = fmt.Errorf("short write: %d of %d bytes", n, len(buf))
 		}
@@ -279,7 +283,7 @@ func (l *Log) Sync() error {
 		return ErrClosed
 	}
 	defer a.release()
-	if err := a.file.Sync(); err != nil {
+	if err := a.file.Sync(); err != nil { // flushes a write-behind tail first
 		return l.fail("sync "+a.path, err)
 	}
 	l.mu.Lock()
@@ -372,8 +376,11 @@ func (l *Log) Roll() error {
 	if err := l.trimAlloc(a); err != nil {
 		return l.fail("roll", err)
 	}
-	if err := a.file.Sync(); err != nil {
+	if err := a.file.Sync(); err != nil { // flushes a write-behind tail first
 		return l.fail("sync "+a.path+" before roll", err)
+	}
+	if t, ok := a.file.(*tailFile); ok {
+		t.release() // sealed: no tail any more
 	}
 	l.mu.Lock()
 	a.synced = a.size

@@ -131,7 +131,9 @@ func (s Slice) Bytes() ([]byte, error) {
 // WriteTo copies the slice to w, with sendfile when w is a TCP connection
 // and the segment is an OS file (the file position is never used, so
 // concurrent readers of one segment do not interfere), and with a
-// positional-read copy otherwise.
+// positional-read copy otherwise. Bytes still in the active segment's
+// write-behind tail (Config.WriteBehind) are copied from memory after
+// the part the file holds is sent.
 func (s Slice) WriteTo(w io.Writer) (int64, error) {
 	if s.n == 0 {
 		return 0, nil
@@ -140,19 +142,28 @@ func (s Slice) WriteTo(w io.Writer) (int64, error) {
 		return 0, errSliceGone
 	}
 	defer s.seg.release()
+	var sent int64
 	if tc, ok := w.(*net.TCPConn); ok {
-		if of, ok := s.seg.file.(vfs.OSFile); ok {
-			n, handled, err := sendfile(tc, of.OS(), s.pos, s.n)
+		f, inFile := s.seg.file, s.n
+		if t, ok := f.(*tailFile); ok {
+			f, inFile = t.f, min(s.n, max(0, t.flushedEnd()-s.pos))
+		}
+		if of, ok := f.(vfs.OSFile); ok && inFile > 0 {
+			n, handled, err := sendfile(tc, of.OS(), s.pos, inFile)
 			if handled {
-				return n, err
+				if err != nil || n == s.n {
+					return n, err
+				}
+				sent = n
 			}
 		}
 	}
-	n, err := io.CopyBuffer(w, io.NewSectionReader(s.seg.file, s.pos, s.n), make([]byte, min(s.n, 64<<10)))
-	if err == nil && n < s.n {
+	rest := s.n - sent
+	n, err := io.CopyBuffer(w, io.NewSectionReader(s.seg.file, s.pos+sent, rest), make([]byte, min(rest, 64<<10)))
+	if err == nil && n < rest {
 		err = io.ErrUnexpectedEOF
 	}
-	return n, err
+	return sent + n, err
 }
 
 // OffsetForTime returns the offset of the first batch whose max timestamp

@@ -288,6 +288,9 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		a.created = cfg.Now()
 	}
 	a.alloc = a.size // recovery cut anything after the data
+	if cfg.WriteBehind > 0 {
+		a.file = newTailFile(a.file, a.size, cfg.WriteBehind) // no reader has the segment yet
+	}
 	// What recovery accepted is the log; the acceptor's first Sync makes
 	// it durable, and Recover keeps it.
 	a.synced = a.size
@@ -304,6 +307,9 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 	f, err := l.fs.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %s: %w", path, err)
+	}
+	if l.cfg.WriteBehind > 0 {
+		f = newTailFile(f, 0, l.cfg.WriteBehind)
 	}
 	return newSegment(l.dir, base, f), nil
 }

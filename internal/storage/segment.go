@@ -60,7 +60,9 @@ type timeEntry struct {
 // Concurrency: the fields marked "guarded by Log.mu" are changed by the
 // writer with Log.mu held and read by readers under Log.mu.RLock; the
 // index slices only grow, so a reader may keep a slice header taken under
-// the lock and read its elements after unlocking. file is set once.
+// the lock and read its elements after unlocking. file is set once (with
+// Config.WriteBehind, the active segment's is a *tailFile, wrapped at
+// Open before any reader sees the segment).
 // refs keeps file open while any reader is using it.
 type segment struct {
 	base int64
