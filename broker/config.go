@@ -41,6 +41,7 @@ type cfg struct {
 	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
 	diskInterval      time.Duration // between free-space checks
 	healBackoff       time.Duration // first wait before a failed partition recovers
+	healBackoffMax    time.Duration // longest wait between its attempts (0: the acceptor's default)
 	preallocate       int64         // storage.Config.Preallocate (tests); 0: the default
 	wal               bool          // a write-ahead log shared by the partitions (FsyncAlways only)
 	walSegmentBytes   int64         // wal.Options.SegmentBytes (tests); 0: the default
@@ -244,9 +245,14 @@ func WAL(on bool) Opt { return opt(func(c *cfg) { c.wal = on }) }
 // withWALSegmentBytes sets the WAL's segment size (tests).
 func withWALSegmentBytes(n int64) Opt { return opt(func(c *cfg) { c.walSegmentBytes = n }) }
 
-// withHealBackoff sets the first wait before a failed partition tries to
-// recover (tests: a short one). Default acceptor.DefaultHealBackoff.
-func withHealBackoff(d time.Duration) Opt { return opt(func(c *cfg) { c.healBackoff = d }) }
+// withHealBackoff sets the wait before each attempt of a failed
+// partition to recover, without backing off (tests: a test frees the
+// disk at any moment and then waits for the heal, however many attempts
+// failed before). Default acceptor.DefaultHealBackoff, doubling up to
+// acceptor.DefaultHealBackoffMax.
+func withHealBackoff(d time.Duration) Opt {
+	return opt(func(c *cfg) { c.healBackoff, c.healBackoffMax = d, d })
+}
 
 // PartitionMetrics sets whether the Registerer gets per-partition series
 // (traffic, offsets, size and segments per partition, group lag per

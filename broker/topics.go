@@ -281,12 +281,13 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, erro
 	}
 	p := &partition{topic: t.name, index: i, dir: dir, log: l, pids: pids, txns: txns, fromSnapshot: fromSnapshot, scannedFrom: from}
 	p.acc = acceptor.Start(l, acceptor.Config{
-		Policy:      b.cfg.fsync,
-		Metrics:     b.accM,
-		Syncs:       b.syncs,
-		WAL:         pwal,
-		Logger:      log,
-		HealBackoff: b.cfg.healBackoff,
+		Policy:         b.cfg.fsync,
+		Metrics:        b.accM,
+		Syncs:          b.syncs,
+		WAL:            pwal,
+		Logger:         log,
+		HealBackoff:    b.cfg.healBackoff,
+		HealBackoffMax: b.cfg.healBackoffMax,
 		// A healed log may have lost appends that had passed the
 		// idempotence check or opened a transaction: rebuild the producer
 		// state and the transaction index from what the log holds, on the
