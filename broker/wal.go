@@ -18,12 +18,15 @@ import (
 // (storage.Config.WriteBehind): acks=all appends are durable in the WAL
 // before they are acknowledged, so a produce request could copy a
 // partition's batches into memory instead of writing them to the segment
-// file. It is 0 (off): with 16 KiB, a partition failed by a full disk
-// could stay failed after space was freed (the refill of its
-// acknowledged appends from the WAL kept meeting ENOSPC under load;
-// TestDiskFullCrashFS), which is not understood yet. The gain it gave
-// at 2000 partitions is in docs/benchmarks.md, "Write-behind segment
-// tail".
+// file. It is 0 (off) until healing keeps what the file already holds:
+// a partition failed by a full disk is cut back to its segment's last
+// fsync (with the WAL, often the start of the segment) and refilled from
+// the WAL, which cannot drop those entries before the partition
+// checkpoints. With the tail on, more acknowledged bytes sat only in the
+// WAL when the disk filled, and in TestDiskFullCrashFS under load the
+// refill needed more room than freeing space gave back: the partition
+// stayed failed. The gain it gave at 2000 partitions is in
+// docs/benchmarks.md, "Write-behind segment tail".
 const segmentWriteBehind = 0
 
 // openWAL reads the write-ahead log a previous run left in <data>/wal (if
