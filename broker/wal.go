@@ -18,16 +18,12 @@ import (
 // (storage.Config.WriteBehind): acks=all appends are durable in the WAL
 // before they are acknowledged, so a produce request could copy a
 // partition's batches into memory instead of writing them to the segment
-// file. It is 0 (off) until healing keeps what the file already holds:
-// a partition failed by a full disk is cut back to its segment's last
-// fsync (with the WAL, often the start of the segment) and refilled from
-// the WAL, which cannot drop those entries before the partition
-// checkpoints. With the tail on, more acknowledged bytes sat only in the
-// WAL when the disk filled, and in TestDiskFullCrashFS under load the
-// refill needed more room than freeing space gave back: the partition
-// stayed failed. The gain it gave at 2000 partitions is in
-// docs/benchmarks.md, "Write-behind segment tail".
-const segmentWriteBehind = 0
+// file. A heal keeps what the segment file already holds
+// (storage.Log.RecoverUpTo), so a full disk needs room only for the
+// tails' bytes to heal. 16 KiB keeps most of the CPU saved with 32 KiB
+// (one write per dozens of requests either way) at about half the
+// memory: docs/benchmarks.md, "Write-behind segment tail".
+const segmentWriteBehind = 16 << 10
 
 // openWAL reads the write-ahead log a previous run left in <data>/wal (if
 // any) for load to replay into the partitions, and opens a fresh one for

@@ -20,15 +20,32 @@ import (
 // replays the WAL into the logs and every acknowledged batch is there,
 // with contiguous offsets. A start with the WAL off replays it too and
 // removes it. A topic deleted and recreated under the same name (a new
-// topic ID) gets none of the old topic's entries.
+// topic ID) gets none of the old topic's entries. The partitions keep
+// their newest bytes in memory (the write-behind tail) rather than
+// writing each produce to their segment files, so the crash loses
+// those bytes from the files and the replay restores them.
 func TestWALCrashRestart(t *testing.T) {
 	mem := vfs.NewMem()
-	var mu sync.Mutex // guards partSyncs
+	var mu sync.Mutex // guards partSyncs, unsyncedWrites and written
 	partSyncs := 0
+	// Writes to a segment file followed by another write of it before
+	// any sync: without the tail, one per produce (the WAL makes it
+	// durable); with it, segment files are written only when the tail
+	// fills or just before a sync.
+	unsyncedWrites, written := 0, map[string]bool{}
 	mem.Inject(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasPrefix(op.Name, "/data/topics/") {
+		if strings.HasPrefix(op.Name, "/data/topics/") {
 			mu.Lock()
-			partSyncs++
+			switch {
+			case op.Kind == vfs.OpSync:
+				partSyncs++
+				written[op.Name] = false
+			case op.Kind == vfs.OpWrite && strings.HasSuffix(op.Name, ".log"):
+				if written[op.Name] {
+					unsyncedWrites++
+				}
+				written[op.Name] = true
+			}
 			mu.Unlock()
 		}
 		return nil
@@ -59,18 +76,27 @@ func TestWALCrashRestart(t *testing.T) {
 	again.produceOK(c)
 
 	mu.Lock()
-	partSyncs = 0
+	partSyncs, unsyncedWrites = 0, 0
 	mu.Unlock()
-	f := &fillRun{t: t, topic: topic, parts: parts, acked: map[int32][]int64{}}
+	// Batches of about 1 KiB: a partition's tail holds many of them.
+	f := &fillRun{t: t, topic: topic, parts: parts, acked: map[int32][]int64{}, valueSize: 200}
 	const rounds = 20
 	for range rounds {
 		f.produceOK(c)
 	}
 	mu.Lock()
-	n := partSyncs
+	n, w := partSyncs, unsyncedWrites
+	for _, unsynced := range written {
+		if unsynced {
+			w++
+		}
+	}
 	mu.Unlock()
 	if n >= rounds*parts/2 {
 		t.Fatalf("%d produces fsynced partition files %d times: the WAL did not carry them", rounds*parts, n)
+	}
+	if w >= rounds*parts/2 {
+		t.Fatalf("%d produces left segment files written and not synced %d times: no write-behind tail", rounds*parts, w)
 	}
 	crashed := mem.CrashClone(vfs.CrashOptions{})
 	crashed2 := mem.CrashClone(vfs.CrashOptions{})

@@ -20,6 +20,7 @@ type partitionLog interface {
 	ApplyRetention() (removed int, err error)
 	Preallocate() error
 	Recover(keepUnsynced bool) error
+	RecoverUpTo(limit int64) error
 	Abandon(cause error)
 }
 

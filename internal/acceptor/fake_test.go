@@ -310,6 +310,10 @@ func checkData(t *testing.T, data []byte, calls ...*call) {
 // Abandon does nothing: Recover always cuts back to what was synced.
 func (f *fakeLog) Abandon(error) {}
 
+// RecoverUpTo keeps what was synced, as Recover(false): keeping less
+// than storage.Log does is allowed (the WAL refills the rest).
+func (f *fakeLog) RecoverUpTo(int64) error { return f.Recover(false) }
+
 // Recover fails while an error is injected; otherwise it cuts the data
 // back to what was synced (unless keepUnsynced), as storage.Log does.
 func (f *fakeLog) Recover(keepUnsynced bool) error {

@@ -735,9 +735,17 @@ func (r *runState) heal() {
 		// holding bytes never acknowledged: cut them too.
 		r.a.log.Abandon(r.failed.cause)
 	}
-	err := r.a.log.Recover(r.cfg.Policy != FsyncAlways)
-	if err == nil && r.cfg.WAL != nil {
-		err = r.healWAL()
+	var err error
+	if r.cfg.WAL != nil {
+		// Keep what the segment file holds whole up to the acknowledged
+		// end, and refill the rest from the WAL: cutting back to the
+		// segment's last fsync would need room for everything since,
+		// which the WAL cannot free before this partition checkpoints.
+		if err = r.a.log.RecoverUpTo(r.synced); err == nil {
+			err = r.healWAL()
+		}
+	} else {
+		err = r.a.log.Recover(r.cfg.Policy != FsyncAlways)
 	}
 	if err == nil && r.cfg.Recovered != nil {
 		err = r.cfg.Recovered()
@@ -761,9 +769,10 @@ func (r *runState) heal() {
 	r.a.healthChanged()
 }
 
-// healWAL finishes a heal with a WAL: the log was cut back to its own
-// last fsync, but appends acknowledged after it are durable in the WAL
-// only, so they are refilled from it (up to r.synced); then the log is
+// healWAL finishes a heal with a WAL: the log kept the whole batches its
+// file held up to r.synced (storage.Log.RecoverUpTo), but acknowledged
+// appends past them are durable in the WAL only, so they are refilled
+// from it (up to r.synced); then the log is
 // fsynced and a truncate entry tells a later replay that entries of this
 // partition before it are stale past the log's end. It is synced before
 // the partition takes appends again.

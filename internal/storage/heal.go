@@ -6,6 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"sluice/internal/batch"
+	"sluice/internal/vfs"
 )
 
 // Failed is the write-path failure that stopped the log, or nil.
@@ -31,6 +35,25 @@ func (l *Log) Abandon(cause error) { _ = l.fail("abandoned after a write-ahead l
 // Recover is a writing method: the writer calls it, with no Sync running.
 // A log that has not failed is left alone.
 func (l *Log) Recover(keepUnsynced bool) error {
+	return l.recover(keepUnsynced, -1)
+}
+
+// RecoverUpTo is Recover for a log whose appends are also durable in a
+// write-ahead log that can refill them: rather than cutting the active
+// segment back to its last fsync, it keeps the valid batches the file
+// already holds (bytes written to it, not a write-behind tail) up to the
+// first that does not scan or that ends at or past offset limit (the
+// acknowledged end), fsyncs them and cuts the rest. The caller then
+// refills the log from the write-ahead log up to limit. So a heal needs
+// room only for what the file lost, not for everything since the last
+// fsync, which the write-ahead log keeps until the log checkpoints. Bytes
+// the last fsync covered must scan, as in Recover.
+func (l *Log) RecoverUpTo(limit int64) error {
+	return l.recover(false, limit)
+}
+
+// recover is Recover (limit < 0) and RecoverUpTo.
+func (l *Log) recover(keepUnsynced bool, limit int64) error {
 	l.mu.RLock()
 	closed := l.closed
 	l.mu.RUnlock()
@@ -77,6 +100,29 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	// reading what they could (with a write-ahead log, acknowledged
 	// bytes past the log's own last fsync), rather than lose it to a cut
 	// that the sync after it would not make durable anyway.
+	synced := keep
+	l.failMu.Lock()
+	syncFailed := l.syncFailed
+	l.failMu.Unlock()
+	// Written bytes past the last fsync are kept only after a write the
+	// disk refused for room (ENOSPC: nothing reached the device, the
+	// earlier bytes sit whole in the page cache). After a failed fsync
+	// the page cache may hold bytes the device lost, which a later fsync
+	// would not report again: cut back to the last fsync, as Recover.
+	if limit >= 0 && (syncFailed || !errors.Is(cause, syscall.ENOSPC)) {
+		limit = -1
+	}
+	if limit >= 0 {
+		// Everything written to the file is a candidate; a write-behind
+		// tail is not (it is refilled).
+		l.mu.RLock()
+		keep = a.size
+		l.mu.RUnlock()
+		if t, ok := a.file.(*tailFile); ok {
+			keep = min(keep, t.flushedEnd())
+		}
+		keep = max(keep, synced)
+	}
 	probe := a.file.Sync
 	if t, ok := a.file.(*tailFile); ok && keep <= t.flushedEnd() {
 		// The kept bytes are in the file: the tail is cut below, not
@@ -91,7 +137,24 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	s := newSegment(l.dir, a.base, a.file)
 	w := &window{f: a.file, size: keep}
 	if end, _, err := scan(s, w, 0, int64(l.cfg.IndexInterval), false); err != nil {
-		return fmt.Errorf("storage: recover %s: the kept bytes do not scan at byte %d: %w", a.path, end, err)
+		if limit < 0 || end < synced {
+			return fmt.Errorf("storage: recover %s: the kept bytes do not scan at byte %d: %w", a.path, end, err)
+		}
+		keep = end // unsynced bytes that did not reach the file whole: refilled
+	}
+	if limit >= 0 && s.next > limit {
+		// Batches past the acknowledged end (a failed round's): cut at
+		// the batch boundary at limit, found by a second scan.
+		cut, err := batchBoundary(a.file, keep, limit)
+		if err != nil || cut < synced {
+			return fmt.Errorf("storage: recover %s: no batch boundary at offset %d below byte %d (%v)", a.path, limit, keep, err)
+		}
+		keep = cut
+		s = newSegment(l.dir, a.base, a.file)
+		w = &window{f: a.file, size: keep}
+		if end, _, err := scan(s, w, 0, int64(l.cfg.IndexInterval), false); err != nil {
+			return fmt.Errorf("storage: recover %s: the kept bytes do not scan at byte %d: %w", a.path, end, err)
+		}
 	}
 	l.mu.Lock()
 	// Fresh index slices: readers holding the old ones keep them.
@@ -115,8 +178,29 @@ func (l *Log) Recover(keepUnsynced bool) error {
 	}
 
 	l.failMu.Lock()
-	l.failed = nil
+	l.failed, l.syncFailed = nil, false
 	l.failMu.Unlock()
 	l.cfg.Logger.Info("storage: failed log recovered", "dir", l.dir, "next_offset", s.next, "cause", cause)
 	return nil
+}
+
+// batchBoundary returns the position in f, below size, of the first
+// batch whose base offset is at least limit (size if none), reading only
+// batch headers from the start.
+func batchBoundary(f vfs.File, size, limit int64) (int64, error) {
+	var hb [batch.HeaderSize]byte
+	for pos := int64(0); pos < size; {
+		h, err := readHeader(f, pos, &hb)
+		if err != nil {
+			return pos, err
+		}
+		if h.BaseOffset >= limit {
+			return pos, nil
+		}
+		if h.Size() < batch.HeaderSize {
+			return pos, fmt.Errorf("a batch of %d bytes at byte %d", h.Size(), pos)
+		}
+		pos += int64(h.Size())
+	}
+	return size, nil
 }

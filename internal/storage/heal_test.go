@@ -229,3 +229,91 @@ func TestAbandonThenRecover(t *testing.T) {
 		t.Fatal("after Recover the log does not hold exactly the synced batches")
 	}
 }
+
+// TestRecoverUpTo: after a write refused for room, RecoverUpTo keeps the
+// whole batches written past the last fsync up to the limit (and syncs
+// them); after a failed fsync or another cause it cuts back to the last
+// fsync, as Recover(false); a write-behind tail is never kept.
+func TestRecoverUpTo(t *testing.T) {
+	// setup: batches 0..2 synced, 3..4 and 5..7 written, not synced.
+	setup := func(t *testing.T, cfg Config) (*vfs.MemFS, *Log, []byte) {
+		m := vfs.NewMem()
+		l := mustOpen(t, m, "/p", cfg)
+		t.Cleanup(func() { l.Close() })
+		a := newAppender(t, l)
+		a.add(3, 50, 1)
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		a.add(2, 50, 2)
+		a.add(3, 50, 3)
+		return m, l, a.data
+	}
+	enospc := func(t *testing.T, m *vfs.MemFS, l *Log) {
+		m.Inject(vfs.FailNth(vfs.OpWrite, m.Ops(vfs.OpWrite)+1, syscall.ENOSPC, false))
+		b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, 50, 4), l.NextOffset())
+		if err := l.Append(b, nil); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("Append: %v, want ENOSPC", err)
+		}
+		m.Inject(nil)
+	}
+	check := func(t *testing.T, m *vfs.MemFS, l *Log, data []byte, next int64) {
+		t.Helper()
+		if l.Failed() != nil || l.NextOffset() != next {
+			t.Fatalf("after RecoverUpTo: failed %v, next offset %d; want healthy at %d", l.Failed(), l.NextOffset(), next)
+		}
+		got := readAll(t, l, 0)
+		if !bytes.Equal(got, data[:len(got)]) {
+			t.Fatal("the log holds other bytes than those appended")
+		}
+		c := mustOpen(t, m.CrashClone(vfs.CrashOptions{}), "/p", Config{})
+		defer c.Close()
+		if c.NextOffset() != next {
+			t.Fatalf("after a crash: next offset %d, want %d (what it keeps is synced)", c.NextOffset(), next)
+		}
+	}
+	t.Run("enospc", func(t *testing.T) {
+		m, l, data := setup(t, Config{})
+		enospc(t, m, l)
+		if err := l.RecoverUpTo(5); err != nil {
+			t.Fatal(err)
+		}
+		check(t, m, l, data, 5) // 5..7 is past the limit
+	})
+	t.Run("enospc, limit past the end", func(t *testing.T) {
+		m, l, data := setup(t, Config{})
+		enospc(t, m, l)
+		if err := l.RecoverUpTo(100); err != nil {
+			t.Fatal(err)
+		}
+		check(t, m, l, data, 8)
+	})
+	t.Run("failed fsync", func(t *testing.T) {
+		m, l, data := setup(t, Config{})
+		m.Inject(vfs.FailNth(vfs.OpSync, m.Ops(vfs.OpSync)+1, syscall.ENOSPC, false))
+		if err := l.Sync(); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("Sync: %v", err)
+		}
+		m.Inject(nil)
+		if err := l.RecoverUpTo(5); err != nil {
+			t.Fatal(err)
+		}
+		check(t, m, l, data, 3)
+	})
+	t.Run("abandoned for another cause", func(t *testing.T) {
+		m, l, data := setup(t, Config{})
+		l.Abandon(syscall.EIO)
+		if err := l.RecoverUpTo(5); err != nil {
+			t.Fatal(err)
+		}
+		check(t, m, l, data, 3)
+	})
+	t.Run("write-behind tail", func(t *testing.T) {
+		m, l, data := setup(t, Config{WriteBehind: 1 << 20})
+		l.Abandon(syscall.ENOSPC)
+		if err := l.RecoverUpTo(100); err != nil {
+			t.Fatal(err)
+		}
+		check(t, m, l, data, 3) // 3..7 were in the tail only
+	})
+}

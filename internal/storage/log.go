@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -53,8 +54,9 @@ type Log struct {
 	closing       atomic.Bool                        // set first by Close: a running pass aborts
 	passCancel    atomic.Pointer[context.CancelFunc] // cancels the running pass (Close calls it)
 
-	failMu sync.Mutex // guards failed; taken alone, never with mu
-	failed error      // the first write-path failure; refuses writes after it
+	failMu     sync.Mutex // guards failed and syncFailed; taken alone, never with mu
+	failed     error      // the first write-path failure; refuses writes after it
+	syncFailed bool       // an fsync failed since the log last recovered (see recover)
 
 	// Writer-only state (the goroutine calling the writing methods).
 	report RecoveryReport // what Open did; immutable afterwards
@@ -144,6 +146,9 @@ func (l *Log) fail(what string, err error) error {
 	defer l.failMu.Unlock()
 	if l.failed == nil {
 		l.failed = &failure{what: what, cause: err}
+	}
+	if strings.HasPrefix(what, "sync") {
+		l.syncFailed = true // even when another failure came first: see recover
 	}
 	return l.failed
 }
