@@ -8,33 +8,17 @@ import (
 
 // datasync flushes f's data and the metadata needed to read it back
 // (fdatasync), retrying on EINTR.
-func datasync(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			serr = unix.Fdatasync(int(fd))
-			if serr != unix.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
-	}
-	return nil
-}
+func datasync(f *os.File) error { return fdatasync(f, false) }
 
 // datasyncHeld is datasync made as a raw system call: the calling
 // goroutine keeps its processor (P) while the disk syncs, so the
 // runtime neither hands that P to another thread nor keeps its monitor
 // thread polling every 20 µs until the call returns.
-func datasyncHeld(f *os.File) error {
+func datasyncHeld(f *os.File) error { return fdatasync(f, true) }
+
+// fdatasync runs fdatasync on f, as a raw system call when held,
+// retrying on EINTR.
+func fdatasync(f *os.File, held bool) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
@@ -42,11 +26,16 @@ func datasyncHeld(f *os.File) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			_, _, e := unix.RawSyscall(unix.SYS_FDATASYNC, fd, 0, 0)
-			if e != unix.EINTR {
-				if e != 0 {
+			if held {
+				if _, _, e := unix.RawSyscall(unix.SYS_FDATASYNC, fd, 0, 0); e != 0 {
 					serr = e
+				} else {
+					serr = nil
 				}
+			} else {
+				serr = unix.Fdatasync(int(fd))
+			}
+			if serr != unix.EINTR {
 				return
 			}
 		}
