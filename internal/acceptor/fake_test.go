@@ -55,6 +55,7 @@ type fakeLog struct {
 	next      int64
 	synced    int   // len(data) at the last successful sync
 	retention int   // ApplyRetention calls
+	prealloc  int   // Preallocate calls
 	appendErr error // returned by every Append while set
 	syncErr   error // returned by every Sync while set
 
@@ -135,8 +136,13 @@ func (f *fakeLog) Sync() error {
 	return nil
 }
 
-// Preallocate does nothing: the fake has no files.
-func (f *fakeLog) Preallocate() error { return nil }
+// Preallocate counts the call: the fake has no files.
+func (f *fakeLog) Preallocate() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prealloc++
+	return nil
+}
 
 // StartOffset is 0: the fake never removes anything.
 func (f *fakeLog) StartOffset() int64 { return 0 }

@@ -57,6 +57,7 @@ type runState struct {
 	syncCount  int       // appends it covers that were written since the previous one
 	syncStart  time.Time // when it started
 	syncWAL    bool      // the running fsync is a WAL Sync (else the segment's)
+	lastWAL    bool      // the last fsync of appends (not a checkpoint) was a WAL Sync
 	syncPos    uint64    // the WAL position it waits for
 	syncReq    chan syncJob
 	syncDone   chan error
@@ -330,9 +331,11 @@ func (r *runState) idle() bool {
 	}
 	if !r.prepared {
 		r.prepared = true
-		if r.lastBytes > preallocMaxSync || r.syncWAL {
-			// After a WAL sync the segment's fsyncs run in the
-			// background: zeros ahead would only add I/O.
+		if r.lastBytes > preallocMaxSync || r.lastWAL {
+			// While appends go through the WAL the segment is
+			// fsynced only by checkpoints, in the background: zeros
+			// ahead would only add I/O (a write of zeros and an
+			// fsync for each checkpoint).
 			return false // large writes: the fsync is mostly data, zeros would double the I/O
 		}
 		// A failure to write the zeros (a full disk) leaves the log
@@ -555,6 +558,9 @@ func (r *runState) beginSync(log bool) syncJob {
 	r.lastBytes, r.syncBytes = r.syncBytes, 0
 	r.syncStart = time.Now()
 	r.syncWAL = r.cfg.WAL != nil && !log && !r.direct
+	if !log {
+		r.lastWAL = r.syncWAL
+	}
 	r.syncPos = r.walPos
 	r.direct = false
 	return syncJob{wal: r.syncWAL, pos: r.syncPos}

@@ -553,3 +553,39 @@ func TestWALJoinsBufferedRound(t *testing.T) {
 		t.Fatal("the buffered entry needed a round of its own")
 	}
 }
+
+// TestNoZerosAheadUnderWAL: a partition whose appends become durable in
+// WAL rounds writes no zeros ahead of its data, even after a checkpoint
+// (its own segment's fsync): the zeros would only add a write and an
+// fsync per checkpoint. A partition whose last fsync of appends was its
+// segment's (alone in the WAL, or a large cycle) still writes them.
+func TestNoZerosAheadUnderWAL(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		direct bool // the appends' fsync was the segment's
+		want   int  // Preallocate calls
+	}{
+		{"appends-in-wal-rounds", false, 0},
+		{"appends-fsynced-in-segment", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeLog{t: t}
+			a := &Acceptor{log: f, cfg: Config{Policy: FsyncAlways, WAL: &wal.Handle{}}}
+			r := &a.run
+			r.a, r.cfg = a, &a.cfg
+			r.written = 100 // appends written since the last fsync
+			r.direct = tc.direct
+			r.beginSync(false) // their fsync
+			r.syncing, r.synced = false, r.syncTarget
+			r.beginSync(true) // a checkpoint: the segment's fsync
+			r.syncing, r.logSynced = false, r.syncTarget
+			r.prepared = false // written since the last preparation
+			r.idle()
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.prealloc != tc.want {
+				t.Fatalf("Preallocate called %d times, want %d", f.prealloc, tc.want)
+			}
+		})
+	}
+}
