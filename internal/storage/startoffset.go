@@ -59,6 +59,7 @@ func (l *Log) loadStartOffset() {
 		return
 	}
 	l.start = min(off, l.active().next)
+	l.startOff.Store(l.startLocked())
 }
 
 // startLocked is the log start offset. The caller holds mu.
@@ -79,7 +80,7 @@ func (l *Log) DeleteRecordsBefore(off int64) (int64, error) {
 	l.startMu.Lock()
 	defer l.startMu.Unlock()
 	l.mu.RLock()
-	if l.closed {
+	if l.closed.Load() {
 		l.mu.RUnlock()
 		return 0, ErrClosed
 	}
@@ -104,6 +105,7 @@ func (l *Log) DeleteRecordsBefore(off int64) (int64, error) {
 	}
 	l.mu.Lock()
 	l.start = off
+	l.startOff.Store(l.startLocked())
 	l.mu.Unlock()
 	return off, nil
 }
