@@ -42,10 +42,9 @@ type partitionLog interface {
 // I/O (a write, or a WAL append), and only while the run state is being
 // worked on; none is held while blocking on a waiter.
 type Acceptor struct {
-	cfg   Config
-	log   partitionLog
-	queue chan *waiter
-	pool  sync.Pool // of *waiter
+	// The fields every Enqueue touches come first, beside the run state
+	// it works on inline: with thousands of partitions each append then
+	// touches few distinct cache lines of its acceptor.
 
 	// runMu guards run, the run state. The run goroutine holds it at all
 	// times except while it waits in its select; others take it only
@@ -54,21 +53,26 @@ type Acceptor struct {
 	// (walSynced). Whoever holds it may change what the run goroutine's
 	// select waits for (a heal timer): it then sends on kick.
 	runMu sync.Mutex
-	// queued counts the appends sent to queue and not yet taken from it
-	// by the run goroutine under runMu: an inline append waits behind
-	// them (it is queued too), so that one caller's appends keep their
-	// order.
-	queued atomic.Int64
-	kick   chan struct{} // (buffered 1) makes the run goroutine look at its state again
-
-	hw      atomic.Int64            // high watermark: readers never read at or past it
-	failure atomic.Pointer[failure] // why the partition stopped; nil while healthy
-
 	// sendMu guards sendClosed. Append holds it shared while it sends on
 	// queue; Close takes it exclusively once, so that after it no append
 	// can enter the queue and the run goroutine can drain it for good.
 	sendMu     sync.RWMutex
 	sendClosed bool
+	// queued counts the appends sent to queue and not yet taken from it
+	// by the run goroutine under runMu: an inline append waits behind
+	// them (it is queued too), so that one caller's appends keep their
+	// order.
+	queued  atomic.Int64
+	failure atomic.Pointer[failure] // why the partition stopped; nil while healthy
+	queue   chan *waiter
+
+	run runState // owned by the run goroutine (see runMu)
+
+	cfg  Config
+	log  partitionLog
+	kick chan struct{} // (buffered 1) makes the run goroutine look at its state again
+
+	hw atomic.Int64 // high watermark: readers never read at or past it
 
 	mu       sync.Mutex    // guards hwCh, healthCh and stopped
 	hwCh     chan struct{} // closed at the next HW advance; nil until HWChanged asks
@@ -80,9 +84,13 @@ type Acceptor struct {
 	stop      chan struct{} // closed by Close after sendMu is closed: the run goroutine drains and exits
 	done      chan struct{} // closed by the run goroutine when it returns
 	closeErr  error         // set by the run goroutine before done is closed
-
-	run runState // owned by the run goroutine
 }
+
+// waiters holds recycled waiters, shared by every acceptor: with
+// thousands of partitions a pool per acceptor would hand each append a
+// waiter last touched many appends ago (cold in the cache), while the
+// shared pool's per-processor cache hands back one just released.
+var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan uint8, 1)} }}
 
 // Start starts the acceptor goroutine for log. The acceptor does not own
 // the log: after Close the caller closes the log. Start first syncs the
@@ -101,7 +109,6 @@ func start(log partitionLog, cfg Config) *Acceptor {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	a.pool.New = func() any { return &waiter{done: make(chan uint8, 1)} }
 	hw := log.NextOffset()
 	if err := log.Sync(); err != nil {
 		a.failure.Store(&failure{cause: fmt.Errorf("sync at start: %w", err)})
@@ -157,7 +164,7 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return Pending{}, err
 	}
-	w := a.pool.Get().(*waiter)
+	w := waiters.Get().(*waiter)
 	w.req, w.durable = req, req.Durable
 	w.state.Store(wQueued)
 
@@ -297,7 +304,7 @@ func (a *Acceptor) abandon(ctx context.Context, w *waiter) (Result, error) {
 
 func (a *Acceptor) recycle(w *waiter) {
 	w.req, w.res, w.err = nil, Result{}, nil
-	a.pool.Put(w)
+	waiters.Put(w)
 }
 
 // HighWatermark is the durable offset: readers never read at or past it.

@@ -403,7 +403,7 @@ func (r *runState) handle(w *waiter) {
 		r.a.recycle(w) // cancelled by its caller while queued
 		return
 	}
-	r.cfg.Metrics.queueDepth(len(r.a.queue))
+	r.cfg.Metrics.queueDepth(int(r.a.queued.Load()))
 	if r.failed != nil {
 		r.release(w, r.failed)
 		return
@@ -438,7 +438,7 @@ func (r *runState) handle(w *waiter) {
 
 	n := len(req.Batches)
 	switch {
-	case r.cfg.NoCoalesce, n >= r.cfg.BufferSize, len(r.pending) == 0 && len(r.a.queue) == 0:
+	case r.cfg.NoCoalesce, n >= r.cfg.BufferSize, len(r.pending) == 0 && r.a.queued.Load() == 0:
 		// Written as-is: coalescing is off, the append would fill the
 		// buffer on its own, or nothing else is waiting to share a write
 		// with it.
@@ -625,7 +625,7 @@ func (a *Acceptor) walSynced(err error) {
 // queue is not empty) mean load: the next fsyncs overlap with writes.
 func (r *runState) syncInline() {
 	err := r.a.doSync(r.beginSync(false))
-	busy := len(r.a.queue) > 0 // read before the release lets callers queue their next appends
+	busy := r.a.queued.Load() > 0 // read before the release lets callers queue their next appends
 	r.finishSync(err)
 	r.overlap = busy
 }
@@ -636,7 +636,7 @@ func (r *runState) syncInline() {
 // next one runs inline.
 func (r *runState) finishSync(err error) {
 	r.syncing = false
-	r.overlap = r.written > r.syncTarget || len(r.a.queue) > 0
+	r.overlap = r.written > r.syncTarget || r.a.queued.Load() > 0
 	r.cfg.Metrics.fsync(time.Since(r.syncStart), r.syncCount)
 	if r.failed != nil {
 		return // its waiters were failed already

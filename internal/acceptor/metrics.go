@@ -10,7 +10,7 @@ import (
 // partition of a broker (they carry no labels). A nil *Metrics records
 // nothing.
 type Metrics struct {
-	QueueDepth     prometheus.Histogram // requests waiting in the queue, seen by each append as it is taken
+	QueueDepth     prometheus.Histogram // requests waiting in (or entering) the queue, seen by each append as it is taken
 	WriteBytes     prometheus.Histogram // bytes per write to the log
 	WriteAppends   prometheus.Histogram // appends per write (coalescing factor)
 	FsyncSeconds   prometheus.Histogram // fsync latency
@@ -38,7 +38,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		QueueDepth: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "sluice", Subsystem: "acceptor", Name: "queue_depth",
-			Help:    "Append requests waiting in a partition's queue, observed as each one is taken.",
+			Help:    "Append requests waiting in (or entering) a partition's queue, observed as each one is taken.",
 			Buckets: pow2Buckets(65536),
 		}),
 		WriteBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
