@@ -71,24 +71,27 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// while the read loop reads the next request, so a pipelining
 	// producer's next request joins the same group commit while its
 	// batches keep their order per partition.
-	type queued struct {
-		sp  *kmsg.ProduceResponseTopicPartition
-		p   *partition
-		a   acceptor.Pending
-		end *atomic.Int64 // see enqueue
-		add *txnAdd
-	}
-	// A partition to validate and queue, with its outcome.
+	//
+	// A partition to validate and queue, with its outcome. The items of
+	// a request are one allocation: each holds its append's state (the
+	// acceptor request, its check's data, the header of a one-batch
+	// append), so that queueing an append allocates nothing of its own.
 	type item struct {
 		sp    *kmsg.ProduceResponseTopicPartition
 		p     *partition
 		t     *topic
 		topic string
 		rp    *kmsg.ProduceRequestTopicPartition
-		q     queued
+		pend  acceptor.Pending
 		ok    bool // queued
+		hdr   [1]batch.Header
+		ap    appendState
 	}
-	var items []item
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	items := make([]item, 0, n)
 	for _, rt := range req.Topics {
 		st := kmsg.ProduceResponseTopic{Topic: rt.Topic}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
@@ -123,47 +126,51 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	}
 	// work validates and queues one partition's batches.
 	work := func(it *item) {
-		hs, n, err := validateBatches(it.rp.Records, it.t.conf.maxMessageBytes)
+		hs, n, err := validateBatches(it.hdr[:0], it.rp.Records, it.t.conf.maxMessageBytes)
 		if err == nil && it.t.conf.compact {
 			err = requireKeys(it.topic, it.rp.Partition, it.rp.Records)
 		}
-		var pend acceptor.Pending
-		var end *atomic.Int64
-		var add *txnAdd
-		if req.TransactionID != nil {
-			add = &txnAdd{implicit: req.Version >= 12}
-		}
 		if err == nil {
-			if req.Acks == -1 {
-				end = new(atomic.Int64)
+			ap := &it.ap
+			ap.wantEnd = req.Acks == -1
+			if req.TransactionID != nil {
+				ap.add = &txnAdd{implicit: req.Version >= 12}
 			}
-			pend, err = b.enqueue(context.Background(), it.p, it.rp.Records, hs, n, req.Acks == -1, end, add)
+			it.pend, err = b.enqueue(context.Background(), it.p, it.rp.Records, hs, n, req.Acks == -1, ap)
 		}
 		if err != nil {
 			setProduceError(it.sp, req.Version, err)
 			return
 		}
-		it.q, it.ok = queued{it.sp, it.p, pend, end, add}, true
+		it.ok = true
 	}
 	parallelProduce(items, func(i int) *partition { return items[i].p }, func(i int) { work(&items[i]) })
-	waits := make([]queued, 0, len(items))
+	// The broker's traffic counters, shared by every connection, once
+	// per request rather than per partition.
+	var recs, bytes int64
 	for i := range items {
 		if items[i].ok {
-			waits = append(waits, items[i].q)
+			recs += items[i].ap.n
+			bytes += int64(len(items[i].rp.Records))
 		}
 	}
+	b.traffic.in(recs, int(bytes))
 	finish := func() kmsg.Response {
-		for _, q := range waits {
-			base, err := b.wait(context.Background(), q.p, q.a)
-			if aerr := q.add.wait(); err == nil {
+		for i := range items {
+			it := &items[i]
+			if !it.ok {
+				continue
+			}
+			base, err := b.wait(context.Background(), it.p, it.pend)
+			if aerr := it.ap.add.wait(); err == nil {
 				err = aerr
 			}
 			if err != nil {
-				setProduceError(q.sp, req.Version, err)
+				setProduceError(it.sp, req.Version, err)
 				continue
 			}
-			q.sp.BaseOffset = base
-			q.sp.LogStartOffset = q.p.log.StartOffset()
+			it.sp.BaseOffset = base
+			it.sp.LogStartOffset = it.p.log.StartOffset()
 		}
 		if req.Acks == 0 {
 			return nil
@@ -173,11 +180,15 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// ready: every acks=all append was accepted and the high watermark
 	// (durable offset) covers it, so finish will not wait on an fsync.
 	ready := func() bool {
-		for _, q := range waits {
-			if q.end == nil {
+		for i := range items {
+			it := &items[i]
+			if !it.ok {
+				continue
+			}
+			if !it.ap.wantEnd {
 				return false
 			}
-			if e := q.end.Load(); e <= 0 || q.p.acc.HighWatermark() < e || !q.add.done() {
+			if e := it.ap.end.Load(); e <= 0 || it.p.acc.HighWatermark() < e || !it.ap.add.done() {
 				return false
 			}
 		}
@@ -248,19 +259,41 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 	}
 }
 
+// appendState is what one append to a partition carries through its
+// acceptor: the request, and what its Check needs. handleProduce keeps
+// one per partition inside the request's items, so that an append
+// allocates nothing of its own.
+type appendState struct {
+	req     acceptor.Request
+	b       *Broker
+	p       *partition
+	hs      []batch.Header
+	records []byte
+	n       int64
+	// wantEnd: set end (see enqueue). add (nil but for a transactional
+	// Produce) carries an implicit partition add (KIP-890) to the reply;
+	// tc is the coordinator that checks transactional batches.
+	wantEnd     bool
+	idem, txnal bool
+	end         atomic.Int64
+	add         *txnAdd
+	tc          *txn.Coordinator
+}
+
 // enqueue queues validated batches for a partition's acceptor. For
 // idempotent batches the producer-state check runs on the acceptor
 // goroutine, serialized with offset assignment (see producers.go); for
 // transactional ones so do the coordinator's check (the producer is the
 // current incarnation and added this partition to its ongoing
 // transaction) and the opening of the transaction on the partition, so
-// no batch can land after its transaction's marker. If end is not nil,
-// it is set on the acceptor goroutine to the offset after the append once
-// the append is accepted (not for a duplicate), so that a caller can tell
-// from the high watermark that the append is durable without waiting.
-// add (nil but for a transactional Produce) carries an implicit
-// partition add (KIP-890) to the reply.
-func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, end *atomic.Int64, add *txnAdd) (acceptor.Pending, error) {
+// no batch can land after its transaction's marker. If ap.wantEnd,
+// ap.end is set on the acceptor goroutine to the offset after the append
+// once the append is accepted (not for a duplicate), so that a caller can
+// tell from the high watermark that the append is durable without
+// waiting. ap.add may be set by the caller (see appendState); enqueue
+// fills in the rest of ap, which must stay untouched until the append is
+// waited for.
+func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, ap *appendState) (acceptor.Pending, error) {
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
 	}
@@ -276,66 +309,60 @@ func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs [
 	}
 	// validateBatches parsed these bytes once (CRC32C included); its
 	// headers travel with them to storage, which reads them no more.
-	req := &acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
-	idem, txnal := false, false
+	ap.b, ap.p, ap.hs, ap.records, ap.n = b, p, hs, records, n
+	ap.req = acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
 	for i := range hs {
-		idem = idem || hs[i].Idempotent()
-		txnal = txnal || hs[i].Transactional()
+		ap.idem = ap.idem || hs[i].Idempotent()
+		ap.txnal = ap.txnal || hs[i].Transactional()
 	}
-	var tc *txn.Coordinator
-	if txnal {
-		if tc = b.txnc.Load(); tc == nil {
+	if ap.txnal {
+		if ap.tc = b.txnc.Load(); ap.tc == nil {
 			return acceptor.Pending{}, errCode(kerr.CoordinatorNotAvailable, "the transaction coordinator is not running")
 		}
-	}
-	switch {
-	case txnal:
 		// The coordinator's check takes its locks: on the partition's
 		// goroutine, never on the connection's.
-		req.NoInline = true
-		req.Check = func(base int64) (int64, bool, error) {
-			if err := add.check(tc, p, hs, base); err != nil {
-				return 0, false, err
-			}
-			dupBase, dup, err := p.pids.check(hs, base)
-			if err != nil || dup {
-				return dupBase, dup, err
-			}
-			off := base
-			for i := range hs {
-				if hs[i].Transactional() {
-					p.txns.begin(hs[i].ProducerID, off)
-				}
-				off += int64(hs[i].LastOffsetDelta) + 1
-			}
-			return 0, false, nil
-		}
-	case idem:
-		req.Check = func(base int64) (int64, bool, error) { return p.pids.check(hs, base) }
+		ap.req.NoInline = true
 	}
-	// Every append passes the partition's snapshot point (snapshot.go)
-	// before its own check, and counts toward the next snapshot once
-	// accepted.
-	check := req.Check
-	req.Check = func(base int64) (int64, bool, error) {
-		b.snapshotPoint(p, base)
-		if check != nil {
-			if dupBase, dup, err := check(base); err != nil || dup {
-				return dupBase, dup, err
-			}
-		}
-		p.snaps.since += int64(len(records))
-		if end != nil {
-			end.Store(base + n)
-		}
-		return 0, false, nil
-	}
-	pend, err := p.acc.Enqueue(ctx, req)
+	ap.req.Check = ap.check
+	pend, err := p.acc.Enqueue(ctx, &ap.req)
 	if err == nil {
 		p.traffic.in(n, len(records))
-		b.traffic.in(n, len(records))
 	}
 	return pend, appendError(p, err)
+}
+
+// check is the append's acceptor.Request.Check. Every append passes the
+// partition's snapshot point (snapshot.go) before its own check, and
+// counts toward the next snapshot once accepted.
+func (ap *appendState) check(base int64) (int64, bool, error) {
+	p := ap.p
+	ap.b.snapshotPoint(p, base)
+	switch {
+	case ap.txnal:
+		if err := ap.add.check(ap.tc, p, ap.hs, base); err != nil {
+			return 0, false, err
+		}
+		dupBase, dup, err := p.pids.check(ap.hs, base)
+		if err != nil || dup {
+			return dupBase, dup, err
+		}
+		off := base
+		for i := range ap.hs {
+			if ap.hs[i].Transactional() {
+				p.txns.begin(ap.hs[i].ProducerID, off)
+			}
+			off += int64(ap.hs[i].LastOffsetDelta) + 1
+		}
+	case ap.idem:
+		if dupBase, dup, err := p.pids.check(ap.hs, base); err != nil || dup {
+			return dupBase, dup, err
+		}
+	}
+	p.snaps.since += int64(len(ap.records))
+	if ap.wantEnd {
+		ap.end.Store(base + ap.n)
+	}
+	return 0, false, nil
 }
 
 // codeErr is errCode for a numeric Kafka error code.
@@ -401,17 +428,18 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	}
 	p := t.parts[partition]
 	records := append([]byte(nil), batch...) // the acceptor writes base offsets in place
-	hs, n, err := validateBatches(records, t.conf.maxMessageBytes)
+	hs, n, err := validateBatches(nil, records, t.conf.maxMessageBytes)
 	if err == nil && t.conf.compact {
 		err = requireKeys(topic, partition, records)
 	}
 	if err != nil {
 		return -1, err
 	}
-	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1, nil, nil)
+	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1, new(appendState))
 	if err != nil {
 		return -1, err
 	}
+	b.traffic.in(n, len(records))
 	return b.wait(ctx, p, pend)
 }
 

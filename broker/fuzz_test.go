@@ -67,7 +67,7 @@ func FuzzValidateBatches(f *testing.F) {
 	f.Add([]byte{}, int32(10))
 	f.Fuzz(func(t *testing.T, records []byte, max int32) {
 		in := bytes.Clone(records)
-		hs, n, err := validateBatches(records, max)
+		hs, n, err := validateBatches(nil, records, max)
 		if !bytes.Equal(in, records) {
 			t.Fatalf("validation modified its input")
 		}

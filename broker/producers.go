@@ -67,11 +67,31 @@ func (s *producerState) find(first, last int32) (seqEntry, bool) {
 }
 
 type producerTable struct {
-	// mu guards m and maxPID. Only the partition's acceptor goroutine
-	// writes them (and New before it starts); DescribeProducers reads.
+	// mu guards m, maxPID, last and lastPID. Only the partition's
+	// acceptor goroutine writes them (and New before it starts);
+	// DescribeProducers reads.
 	mu     sync.Mutex
 	m      map[int64]*producerState
 	maxPID int64 // the largest producer id seen (for id allocation after restart)
+	// last is m[lastPID] as check last found or stored it (nil: none):
+	// a partition's appends nearly always come from one producer, and
+	// this spares each check a map lookup on cold memory. Whatever
+	// replaces an entry of m, or m itself, clears it.
+	last    *producerState
+	lastPID int64
+}
+
+// lookupLocked returns m[pid] through the last-used cache. The caller
+// holds mu.
+func (t *producerTable) lookupLocked(pid int64) *producerState {
+	if t.last != nil && t.lastPID == pid {
+		return t.last
+	}
+	s := t.m[pid]
+	if s != nil {
+		t.last, t.lastPID = s, pid
+	}
+	return s
 }
 
 // activeProducer is one producer's state as DescribeProducers reports it.
@@ -101,6 +121,7 @@ func (t *producerTable) replaceWith(o *producerTable) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.m, t.maxPID = o.m, max(t.maxPID, o.maxPID)
+	t.last = nil
 }
 
 // maxID returns the largest producer id seen.
@@ -139,6 +160,7 @@ func (t *producerTable) markerLocked(pid int64, epoch int16) {
 	t.maxPID = max(t.maxPID, pid)
 	if s := t.m[pid]; s == nil || epoch > s.epoch {
 		t.m[pid] = &producerState{epoch: epoch}
+		t.last = nil
 	}
 }
 
@@ -161,6 +183,7 @@ func (t *producerTable) replay(h *batch.Header) {
 		}
 		s = &producerState{epoch: h.ProducerEpoch}
 		t.m[h.ProducerID] = s
+		t.last = nil
 	}
 	s.push(seqEntry{first: h.BaseSequence, last: lastSeq(h), base: h.BaseOffset})
 }
@@ -191,9 +214,9 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 			j++
 		}
 		if j == len(scratch) {
-			sc := scratchState{pid: h.ProducerID}
-			if cur := t.m[h.ProducerID]; cur != nil {
-				sc.st, sc.has = *cur, true
+			sc := scratchState{pid: h.ProducerID, cur: t.lookupLocked(h.ProducerID)}
+			if sc.cur != nil {
+				sc.st, sc.has = *sc.cur, true
 			}
 			scratch = append(scratch, sc)
 		}
@@ -232,11 +255,12 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 	}
 	for i := range scratch {
 		sc := &scratch[i]
-		if cur := t.m[sc.pid]; cur != nil {
-			*cur = sc.st
+		if sc.cur != nil {
+			*sc.cur = sc.st
 		} else {
 			st := sc.st
 			t.m[sc.pid] = &st
+			t.last, t.lastPID = &st, sc.pid
 		}
 		t.maxPID = max(t.maxPID, sc.pid)
 	}
@@ -246,6 +270,7 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 // scratchState is a producer's state as check decides on an append.
 type scratchState struct {
 	pid int64
+	cur *producerState // the table's entry (nil: none yet), written back in place
 	st  producerState
 	has bool // the producer has state (from the table or an earlier batch)
 }

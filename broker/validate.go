@@ -12,17 +12,17 @@ import (
 // request (or of AppendBatch): one or more whole RecordBatches, magic 2,
 // CRC32C intact, length fields consistent, record count equal to
 // lastOffsetDelta+1, no batch larger than maxMessageBytes, no control or
-// transactional batch, idempotence fields consistent. It returns each
-// batch's header and the number of offsets the batches take. Compressed
+// transactional batch, idempotence fields consistent. It appends each
+// batch's header to hs (the caller's scratch, may be nil) and returns
+// them and the number of offsets the batches take. Compressed
 // batches are checked by header only and stored as they are. This is the
 // one parse of a produce batch: the headers go with the bytes through
 // acceptor.Request.Headers to storage, which do not read them again. The
 // error carries the Kafka code for the partition.
-func validateBatches(records []byte, maxMessageBytes int32) ([]batch.Header, int64, error) {
+func validateBatches(hs []batch.Header, records []byte, maxMessageBytes int32) ([]batch.Header, int64, error) {
 	if len(records) == 0 {
 		return nil, 0, errCode(kerr.CorruptMessage, "no record batches")
 	}
-	var hs []batch.Header
 	var n int64
 	pos, err := batch.Split(records, func(h batch.Header, _ []byte) error {
 		switch {
