@@ -833,6 +833,7 @@ func (r *runState) shutdown() {
 		close(a.hwCh)
 		a.hwCh = nil
 	}
+	a.hwWait.Store(false)
 	if a.healthCh != nil {
 		close(a.healthCh)
 		a.healthCh = nil
