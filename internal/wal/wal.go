@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sluice/internal/vfs"
@@ -140,6 +141,11 @@ type WAL struct {
 	// it wrote only one key's (solo); guarded by mu.
 	soloKey Key
 	solo    bool
+	// soloHint mirrors solo (set with it, under mu) for Alone to read
+	// without mu: under a load spread over many partitions no round is
+	// solo, and every partition's appends asked under the WAL's one
+	// mutex.
+	soloHint atomic.Bool
 	// bufKey is the key of the first entry in buf, and bufMixed says
 	// that buf also holds another key's entries (guarded by mu): a key
 	// whose last round was solo is not Alone while another key's
@@ -407,6 +413,7 @@ func (w *WAL) lead() {
 	if w.solo {
 		w.soloKey = metas[0].key
 	}
+	w.soloHint.Store(w.solo)
 	w.spare, w.spareMeta = buf[:0], metas[:0]
 	if len(buf) > 0 {
 		w.stats.Rounds++
@@ -1038,6 +1045,9 @@ func (h *Handle) Checkpoint(end int64) { h.w.Checkpoint(h.k, end) }
 // partition a copy where a segment fsync of its own would be a second
 // fsync beside that round.
 func (h *Handle) Alone() bool {
+	if !h.w.soloHint.Load() {
+		return false // the last round wrote more than one key's entries (or none)
+	}
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
 	if len(h.w.metas) > 0 && (h.w.bufMixed || h.w.bufKey != h.k) {
