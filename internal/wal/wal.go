@@ -100,6 +100,12 @@ type prepared struct {
 // Lock order: mu alone; rmMu is taken before mu and held across the
 // removal of segment files.
 type WAL struct {
+	// soloHint mirrors solo (set with it, under mu) for Alone to read
+	// without mu: under a load spread over many partitions no round is
+	// solo, and every partition's appends asked under the WAL's one
+	// mutex. It shares its cache line with fields that never change
+	// (not with mu and what it guards, which every append writes).
+	soloHint atomic.Bool
 	fs       vfs.FS
 	dir      string
 	segBytes int64
@@ -141,11 +147,6 @@ type WAL struct {
 	// it wrote only one key's (solo); guarded by mu.
 	soloKey Key
 	solo    bool
-	// soloHint mirrors solo (set with it, under mu) for Alone to read
-	// without mu: under a load spread over many partitions no round is
-	// solo, and every partition's appends asked under the WAL's one
-	// mutex.
-	soloHint atomic.Bool
 	// bufKey is the key of the first entry in buf, and bufMixed says
 	// that buf also holds another key's entries (guarded by mu): a key
 	// whose last round was solo is not Alone while another key's
