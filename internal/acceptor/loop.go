@@ -53,12 +53,12 @@ type runState struct {
 	// flight; it covers every offset below syncTarget.
 	overlap    bool
 	syncing    bool
-	syncTarget int64     // written when the running fsync started
-	syncCount  int       // appends it covers that were written since the previous one
+	syncTarget int64         // written when the running fsync started
+	syncCount  int           // appends it covers that were written since the previous one
 	syncStart  time.Duration // when it started (monoNow; 0 without metrics)
-	syncWAL    bool      // the running fsync is a WAL Sync (else the segment's)
-	lastWAL    bool      // the last fsync of appends (not a checkpoint) was a WAL Sync
-	syncPos    uint64    // the WAL position it waits for
+	syncWAL    bool          // the running fsync is a WAL Sync (else the segment's)
+	lastWAL    bool          // the last fsync of appends (not a checkpoint) was a WAL Sync
+	syncPos    uint64        // the WAL position it waits for
 	syncReq    chan syncJob
 	syncDone   chan error
 	syncExited chan struct{}
