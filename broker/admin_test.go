@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/storage/storagetest"
 )
 
 func (tb *testBroker) admin() *kadm.Client {
@@ -249,6 +251,11 @@ func TestDeleteRecords(t *testing.T) {
 	if r, _ := rs.Lookup("dr", 0); !errorsIs(r.Err, kerr.OffsetOutOfRange) {
 		t.Fatalf("DeleteRecords past the HW: %+v", r)
 	}
+	// A produce response reports the log start offset beside the base
+	// offset (the partition's writer reads it as it handles the append).
+	if p := produceOne(dialRaw(t, tb.addr), "dr", storagetest.MakeBatch(1, 10, 1000)); p.ErrorCode != 0 || p.BaseOffset != 10 || p.LogStartOffset != 6 {
+		t.Fatalf("produce after DeleteRecords: %v, base offset %d, log start %d; want 10 and 6", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset, p.LogStartOffset)
+	}
 	check := func(when string) {
 		t.Helper()
 		so, err := tb.admin().ListStartOffsets(ctx, "dr")
@@ -263,7 +270,7 @@ func TestDeleteRecords(t *testing.T) {
 		if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.LogStartOffset != 6 {
 			t.Fatalf("%s: fetch below the start: %v, log start %d", when, kerr.ErrorForCode(p.ErrorCode), p.LogStartOffset)
 		}
-		got := consumeAll(t, tb, "dr", 4)
+		got := consumeAll(t, tb, "dr", 5)
 		if got[0].Offset != 6 || string(got[0].Value) != string(testRecord("dr", 6).Value) {
 			t.Fatalf("%s: consumer from the start got offset %d first", when, got[0].Offset)
 		}

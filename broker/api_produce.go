@@ -161,7 +161,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			if !it.ok {
 				continue
 			}
-			base, err := b.wait(context.Background(), it.p, it.pend)
+			res, err := it.pend.Wait(context.Background())
+			err = appendError(it.p, err)
 			if aerr := it.ap.add.wait(); err == nil {
 				err = aerr
 			}
@@ -169,8 +170,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				setProduceError(it.sp, req.Version, err)
 				continue
 			}
-			it.sp.BaseOffset = base
-			it.sp.LogStartOffset = it.p.log.StartOffset()
+			it.sp.BaseOffset = res.BaseOffset
+			it.sp.LogStartOffset = res.LogStartOffset
 		}
 		if req.Acks == 0 {
 			return nil
