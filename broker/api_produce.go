@@ -161,8 +161,7 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			if !it.ok {
 				continue
 			}
-			res, err := it.pend.Wait(context.Background())
-			err = appendError(it.p, err)
+			base, err := b.wait(context.Background(), it.p, it.pend)
 			if aerr := it.ap.add.wait(); err == nil {
 				err = aerr
 			}
@@ -170,8 +169,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				setProduceError(it.sp, req.Version, err)
 				continue
 			}
-			it.sp.BaseOffset = res.BaseOffset
-			it.sp.LogStartOffset = res.LogStartOffset
+			it.sp.BaseOffset = base
+			it.sp.LogStartOffset = it.p.log.StartOffset()
 		}
 		if req.Acks == 0 {
 			return nil

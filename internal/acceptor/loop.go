@@ -432,7 +432,7 @@ func (r *runState) handle(w *waiter) {
 			return
 		}
 		if dup {
-			w.res = Result{BaseOffset: dupBase, Duplicate: true, LogStartOffset: r.a.log.StartOffset()}
+			w.res = Result{BaseOffset: dupBase, Duplicate: true}
 			w.end = r.next
 			r.freed(w)
 			r.track(w)
@@ -442,7 +442,6 @@ func (r *runState) handle(w *waiter) {
 	assignOffsets(req.Batches, hs, base)
 	r.next += records
 	w.res.BaseOffset, w.end = base, r.next
-	w.res.LogStartOffset = r.a.log.StartOffset()
 
 	n := len(req.Batches)
 	switch {

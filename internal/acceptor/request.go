@@ -72,10 +72,6 @@ type Request struct {
 type Result struct {
 	BaseOffset int64 // offset of the first record
 	Duplicate  bool  // Check reported a duplicate; nothing was written
-	// LogStartOffset is the log's start offset when the append was
-	// handled (what a produce response reports beside the offset), read
-	// by the partition's writer, whose caches hold the log already.
-	LogStartOffset int64
 }
 
 // headers returns req's batch headers and the number of offsets they

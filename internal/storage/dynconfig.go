@@ -19,10 +19,10 @@ func (l *Log) SetConfig(c Config) error {
 // IndexInterval and Now, fixed at Open, may be read by other goroutines
 // (the cleaner) without a lock.
 func (l *Log) adoptConfig() {
-	if l.nextCfg.Load() == nil {
-		return // a load, not a swap: this runs at every Append
-	}
 	c := l.nextCfg.Swap(nil)
+	if c == nil {
+		return
+	}
 	l.cfg.SegmentBytes, l.cfg.SegmentAge = c.SegmentBytes, c.SegmentAge
 	l.cfg.RetentionBytes, l.cfg.RetentionAge = c.RetentionBytes, c.RetentionAge
 }

@@ -44,21 +44,23 @@ type Log struct {
 	// act is segs' last entry (the active segment; nil once closed),
 	// set under mu wherever segs changes, so that the writer finds it
 	// without taking mu.
-	act atomic.Pointer[segment]
-	// startOff is the log start offset (startLocked; 0 once closed),
-	// published under mu wherever segs or start changes, so that
-	// StartOffset, asked at every append, takes no lock.
-	startOff atomic.Int64
-	hdrs     []appendBatch          // writer-only: scratch for Append
-	nextCfg  atomic.Pointer[Config] // set by SetConfig, adopted by the writer
-	cfg      Config                 // its first fields are those Append reads
+	act  atomic.Pointer[segment]
+	hdrs []appendBatch // writer-only: scratch for Append
 
 	fs  vfs.FS
 	dir string
+	cfg Config
 
 	start int64 // guarded by mu; set by DeleteRecordsBefore; the log start offset is max(segs[0].base, start)
+	// startOff is the log start offset (startLocked; 0 once closed),
+	// published under mu wherever segs or start changes, so that
+	// StartOffset, asked for every partition of every produce response,
+	// takes no lock on a line the writer keeps changing.
+	startOff atomic.Int64
 
 	startMu sync.Mutex // serializes DeleteRecordsBefore (held across its file I/O; taken before mu)
+
+	nextCfg atomic.Pointer[Config] // set by SetConfig, adopted by the writer
 
 	// cleanMu serializes compaction passes (Clean, CleanStats) with
 	// retention (which skips its turn while a pass runs) and Close. It is

@@ -65,30 +65,28 @@ type timeEntry struct {
 // Open before any reader sees the segment).
 // refs keeps file open while any reader is using it.
 type segment struct {
-	// The fields an append reads and writes come first (in the first
-	// 64 bytes of a 192-byte allocation), so that with thousands of
-	// partitions an append touches few distinct cache lines.
-	file      vfs.File
-	size      int64 // guarded by Log.mu: bytes of whole batches
-	next      int64 // guarded by Log.mu: offset after the last batch
-	alloc     int64 // writer-only: the file's length: size, plus zeros written ahead (Log.Preallocate) in the active segment
-	sinceOff  int64 // writer-only: bytes since the last offset-index entry
-	sinceTime int64 // writer-only: bytes since the last time-index entry
+	base int64
+	path string // path of the .log file
+	file vfs.File
 
+	// refs counts users of file: one for the Log while the segment is in
+	// its list, one per in-flight read. The last release closes file, so
+	// retention never closes a file under a reader.
+	refs atomic.Int32
+
+	size     int64       // guarded by Log.mu: bytes of whole batches
+	next     int64       // guarded by Log.mu: offset after the last batch
 	maxTs    int64       // guarded by Log.mu: largest batch max timestamp, noTimestamp when empty
 	maxTsOff int64       // guarded by Log.mu: base offset of the batch first reaching maxTs
 	offIdx   []offEntry  // guarded by Log.mu (append-only)
 	timeIdx  []timeEntry // guarded by Log.mu (append-only)
 	synced   int64       // guarded by Log.mu: the first synced bytes (a prefix of size), known durable
 
-	base    int64
-	path    string    // path of the .log file
-	created time.Time // writer-only: when the segment got its first batch in this process
-
-	// refs counts users of file: one for the Log while the segment is in
-	// its list, one per in-flight read. The last release closes file, so
-	// retention never closes a file under a reader.
-	refs atomic.Int32
+	// Writer-only state.
+	alloc     int64     // the file's length: size, plus zeros written ahead (Log.Preallocate) in the active segment
+	sinceOff  int64     // bytes since the last offset-index entry
+	sinceTime int64     // bytes since the last time-index entry
+	created   time.Time // when the segment got its first batch in this process
 }
 
 func newSegment(dir string, base int64, f vfs.File) *segment {
