@@ -73,9 +73,6 @@ type Acceptor struct {
 	kick chan struct{} // (buffered 1) makes the run goroutine look at its state again
 
 	hw atomic.Int64 // high watermark: readers never read at or past it
-	// hwWait is set (under mu) while hwCh is not nil, so that setHW,
-	// which runs at every fsync, takes mu only when someone waits.
-	hwWait atomic.Bool
 
 	mu       sync.Mutex    // guards hwCh, healthCh and stopped
 	hwCh     chan struct{} // closed at the next HW advance; nil until HWChanged asks
@@ -324,8 +321,6 @@ func (a *Acceptor) HWChanged() <-chan struct{} {
 		a.hwCh = make(chan struct{})
 		if a.stopped {
 			close(a.hwCh)
-		} else {
-			a.hwWait.Store(true)
 		}
 	}
 	return a.hwCh
@@ -337,18 +332,11 @@ func (a *Acceptor) setHW(off int64) {
 		return
 	}
 	a.hw.Store(off)
-	// hwWait is read after hw is stored, and HWChanged's caller reads
-	// hw after hwWait is set: either this sees the waiter or the waiter
-	// sees the new high watermark.
-	if !a.hwWait.Load() {
-		return
-	}
 	a.mu.Lock()
 	if a.hwCh != nil {
 		close(a.hwCh)
 		a.hwCh = nil
 	}
-	a.hwWait.Store(false)
 	a.mu.Unlock()
 }
 

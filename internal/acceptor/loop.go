@@ -53,12 +53,12 @@ type runState struct {
 	// flight; it covers every offset below syncTarget.
 	overlap    bool
 	syncing    bool
-	syncTarget int64         // written when the running fsync started
-	syncCount  int           // appends it covers that were written since the previous one
-	syncStart  time.Duration // when it started (monoNow; 0 without metrics)
-	syncWAL    bool          // the running fsync is a WAL Sync (else the segment's)
-	lastWAL    bool          // the last fsync of appends (not a checkpoint) was a WAL Sync
-	syncPos    uint64        // the WAL position it waits for
+	syncTarget int64     // written when the running fsync started
+	syncCount  int       // appends it covers that were written since the previous one
+	syncStart  time.Time // when it started
+	syncWAL    bool      // the running fsync is a WAL Sync (else the segment's)
+	lastWAL    bool      // the last fsync of appends (not a checkpoint) was a WAL Sync
+	syncPos    uint64    // the WAL position it waits for
 	syncReq    chan syncJob
 	syncDone   chan error
 	syncExited chan struct{}
@@ -73,13 +73,6 @@ type runState struct {
 	healC     <-chan time.Time
 	healDelay time.Duration
 }
-
-// monoEpoch is when the package was loaded: monoNow reads the monotonic
-// clock alone (time.Now reads the wall clock too), once per fsync of
-// every partition.
-var monoEpoch = time.Now()
-
-func monoNow() time.Duration { return time.Since(monoEpoch) }
 
 // init sets the run state up before the run goroutine starts (an
 // inline append may come first). The log has been synced: everything in
@@ -563,9 +556,7 @@ func (r *runState) beginSync(log bool) syncJob {
 	r.syncing = true
 	r.syncTarget, r.syncCount, r.sinceSync = r.written, r.sinceSync, 0
 	r.lastBytes, r.syncBytes = r.syncBytes, 0
-	if r.cfg.Metrics != nil {
-		r.syncStart = monoNow()
-	}
+	r.syncStart = time.Now()
 	r.syncWAL = r.cfg.WAL != nil && !log && !r.direct
 	if !log {
 		r.lastWAL = r.syncWAL
@@ -646,9 +637,7 @@ func (r *runState) syncInline() {
 func (r *runState) finishSync(err error) {
 	r.syncing = false
 	r.overlap = r.written > r.syncTarget || r.a.queued.Load() > 0
-	if r.cfg.Metrics != nil {
-		r.cfg.Metrics.fsync(monoNow()-r.syncStart, r.syncCount)
-	}
+	r.cfg.Metrics.fsync(time.Since(r.syncStart), r.syncCount)
 	if r.failed != nil {
 		return // its waiters were failed already
 	}
@@ -844,7 +833,6 @@ func (r *runState) shutdown() {
 		close(a.hwCh)
 		a.hwCh = nil
 	}
-	a.hwWait.Store(false)
 	if a.healthCh != nil {
 		close(a.healthCh)
 		a.healthCh = nil

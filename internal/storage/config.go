@@ -32,10 +32,6 @@ type Config struct {
 	// write-ahead log, which replays them). 0 (the default): off.
 	WriteBehind int
 	Now         func() time.Time
-	// realNow: Now was nil, so time.Now: the writer then measures a
-	// segment's age with time.Since (one clock read; Append asks at
-	// every write).
-	realNow bool
 	// RetainFrom, if set, returns an offset retention must keep: a
 	// segment is removed only when every offset in it is below
 	// RetainFrom() (the partition's last stable offset, so that an open
@@ -94,7 +90,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Preallocate = DefaultPreallocate
 	}
 	if c.Now == nil {
-		c.Now, c.realNow = time.Now, true
+		c.Now = time.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

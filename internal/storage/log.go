@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"sluice/internal/batch"
 	"sluice/internal/vfs"
@@ -279,18 +278,10 @@ func (l *Log) shouldRoll(a *segment, n int64, next int64) bool {
 		return true
 	case next-1-a.base > math.MaxUint32: // relative offsets must fit the index
 		return true
-	case l.cfg.SegmentAge > 0 && l.since(a.created) >= l.cfg.SegmentAge:
+	case l.cfg.SegmentAge > 0 && l.cfg.Now().Sub(a.created) >= l.cfg.SegmentAge:
 		return true
 	}
 	return false
-}
-
-// since is how long ago t (a reading of Config.Now) was.
-func (l *Log) since(t time.Time) time.Duration {
-	if l.cfg.realNow {
-		return time.Since(t) // the monotonic clock alone
-	}
-	return l.cfg.Now().Sub(t)
 }
 
 // Sync makes every byte appended before the call durable. Unlike the

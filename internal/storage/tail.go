@@ -36,9 +36,8 @@ type tailFile struct {
 	// it by readers that want only bytes below it.
 	start atomic.Int64
 
-	mu   sync.Mutex // guards buf, bufp and every write to f (held across the flush write; never with Log.mu or Log.failMu)
-	buf  []byte     // the tail: bytes [start, start+len(buf)), not yet written to f; nil when empty
-	bufp *[]byte    // the pool's handle on buf (reused, so that handing buf back allocates nothing)
+	mu  sync.Mutex // guards buf and every write to f (held across the flush write; never with Log.mu or Log.failMu)
+	buf []byte     // the tail: bytes [start, start+len(buf)), not yet written to f; nil when empty
 }
 
 // tailBufs holds the tails' buffers (*[]byte) while no segment uses
@@ -93,19 +92,17 @@ func (t *tailFile) append(p []byte, off int64) error {
 		return nil
 	}
 	if t.buf == nil {
-		t.getBuf()
+		t.buf = t.getBuf()
 	}
 	t.buf = append(t.buf, p...)
 	return nil
 }
 
-// getBuf gives the tail an empty buffer. The caller holds mu.
-func (t *tailFile) getBuf() {
+func (t *tailFile) getBuf() []byte {
 	if b, ok := tailBufs.Get().(*[]byte); ok && cap(*b) == t.limit {
-		t.buf, t.bufp = (*b)[:0], b
-		return
+		return (*b)[:0]
 	}
-	t.buf, t.bufp = make([]byte, 0, t.limit), new([]byte)
+	return make([]byte, 0, t.limit)
 }
 
 // flushLocked writes the tail to the file. On error the tail is kept
@@ -132,9 +129,9 @@ func (t *tailFile) flushLocked() error {
 // holds mu.
 func (t *tailFile) dropLocked() {
 	if t.buf != nil {
-		*t.bufp = t.buf[:0]
-		tailBufs.Put(t.bufp)
-		t.buf, t.bufp = nil, nil
+		b := t.buf[:0]
+		tailBufs.Put(&b)
+		t.buf = nil
 	}
 }
 

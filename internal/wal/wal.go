@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"sluice/internal/vfs"
@@ -100,12 +99,6 @@ type prepared struct {
 // Lock order: mu alone; rmMu is taken before mu and held across the
 // removal of segment files.
 type WAL struct {
-	// soloHint mirrors solo (set with it, under mu) for Alone to read
-	// without mu: under a load spread over many partitions no round is
-	// solo, and every partition's appends asked under the WAL's one
-	// mutex. It shares its cache line with fields that never change
-	// (not with mu and what it guards, which every append writes).
-	soloHint atomic.Bool
 	fs       vfs.FS
 	dir      string
 	segBytes int64
@@ -414,7 +407,6 @@ func (w *WAL) lead() {
 	if w.solo {
 		w.soloKey = metas[0].key
 	}
-	w.soloHint.Store(w.solo)
 	w.spare, w.spareMeta = buf[:0], metas[:0]
 	if len(buf) > 0 {
 		w.stats.Rounds++
@@ -1046,9 +1038,6 @@ func (h *Handle) Checkpoint(end int64) { h.w.Checkpoint(h.k, end) }
 // partition a copy where a segment fsync of its own would be a second
 // fsync beside that round.
 func (h *Handle) Alone() bool {
-	if !h.w.soloHint.Load() {
-		return false // the last round wrote more than one key's entries (or none)
-	}
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
 	if len(h.w.metas) > 0 && (h.w.bufMixed || h.w.bufKey != h.k) {
