@@ -136,7 +136,7 @@ type sealedView struct {
 func (l *Log) snapshotSealed() ([]sealedView, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed.Load() {
+	if l.closed {
 		return nil, ErrClosed
 	}
 	var vs []sealedView
@@ -529,7 +529,7 @@ func (l *Log) replaceSegments(g []sealedView, ns *segment) error {
 		ok = l.segs[i+j] == g[j].s
 	}
 	if ok {
-		l.setSegsLocked(slices.Concat(l.segs[:i:i], []*segment{ns}, l.segs[i+len(g):]))
+		l.segs = slices.Concat(l.segs[:i:i], []*segment{ns}, l.segs[i+len(g):])
 	}
 	l.mu.Unlock()
 	if !ok {

@@ -127,8 +127,7 @@
 // other goroutine, concurrently with the writer: it fsyncs the segment
 // active when it starts, holding a reference to it, and a roll syncs the
 // segment it seals, so bytes appended before Sync was called are durable
-// when it returns. The failure that stops writes is read without a lock
-// and changed under Log.failMu. Log.mu
+// when it returns. Log.failMu guards the failure that stops writes. Log.mu
 // guards the segment list and each segment's size, end offset, max
 // timestamp and in-memory indexes; no file I/O happens under it. Each
 // segment's file is reference counted: the log holds one reference while

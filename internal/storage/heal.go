@@ -54,7 +54,10 @@ func (l *Log) RecoverUpTo(limit int64) error {
 
 // recover is Recover (limit < 0) and RecoverUpTo.
 func (l *Log) recover(keepUnsynced bool, limit int64) error {
-	if l.closed.Load() {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
 		return ErrClosed
 	}
 	cause := l.failure()
@@ -175,8 +178,7 @@ func (l *Log) recover(keepUnsynced bool, limit int64) error {
 	}
 
 	l.failMu.Lock()
-	l.failed.Store(nil)
-	l.syncFailed = false
+	l.failed, l.syncFailed = nil, false
 	l.failMu.Unlock()
 	l.cfg.Logger.Info("storage: failed log recovered", "dir", l.dir, "next_offset", s.next, "cause", cause)
 	return nil

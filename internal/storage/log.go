@@ -25,37 +25,17 @@ import (
 // segment. Readers hold it shared only while they pick a segment and take
 // a reference to it; file I/O happens outside it. The writer takes it
 // exclusively only to publish the effect of a write (new size, index
-// entries, segment list), never across I/O. failMu serializes changes to
-// the failure and guards syncFailed; it is never held with mu.
-//
-// Layout: the fields every Append touches (mu, the failure, closed, the
-// active segment, the writer's scratch) come first, so that with
-// thousands of partitions an append touches few distinct cache lines of
-// its log.
+// entries, segment list), never across I/O. failMu guards the failure
+// alone and is never held with mu.
 type Log struct {
-	mu     sync.RWMutex // guards segs, start, and the "guarded by Log.mu" fields of each segment; changes to closed and act are made under it
-	segs   []*segment   // oldest first; the last is the active segment
-	closed atomic.Bool  // set (under mu) by Close; read with or without mu
-	// failed is the first write-path failure; the log refuses writes
-	// after it. Changed under failMu, read without it (checkWritable
-	// runs on every Append).
-	failed atomic.Pointer[failure]
-	// act is segs' last entry (the active segment; nil once closed),
-	// set under mu wherever segs changes, so that the writer finds it
-	// without taking mu.
-	act  atomic.Pointer[segment]
-	hdrs []appendBatch // writer-only: scratch for Append
-
 	fs  vfs.FS
 	dir string
 	cfg Config
 
-	start int64 // guarded by mu; set by DeleteRecordsBefore; the log start offset is max(segs[0].base, start)
-	// startOff is the log start offset (startLocked; 0 once closed),
-	// published under mu wherever segs or start changes, so that
-	// StartOffset, asked for every partition of every produce response,
-	// takes no lock on a line the writer keeps changing.
-	startOff atomic.Int64
+	mu     sync.RWMutex // guards segs, closed, start, and the "guarded by Log.mu" fields of each segment
+	segs   []*segment   // oldest first; the last is the active segment
+	closed bool
+	start  int64 // set by DeleteRecordsBefore; the log start offset is max(segs[0].base, start)
 
 	startMu sync.Mutex // serializes DeleteRecordsBefore (held across its file I/O; taken before mu)
 
@@ -74,11 +54,13 @@ type Log struct {
 	closing       atomic.Bool                        // set first by Close: a running pass aborts
 	passCancel    atomic.Pointer[context.CancelFunc] // cancels the running pass (Close calls it)
 
-	failMu     sync.Mutex // serializes changes to failed and guards syncFailed; taken alone, never with mu
+	failMu     sync.Mutex // guards failed and syncFailed; taken alone, never with mu
+	failed     error      // the first write-path failure; refuses writes after it
 	syncFailed bool       // an fsync failed since the log last recovered (see recover)
 
 	// Writer-only state (the goroutine calling the writing methods).
 	report RecoveryReport // what Open did; immutable afterwards
+	hdrs   []appendBatch  // scratch for Append
 }
 
 // appendBatch is one batch of an Append, parsed.
@@ -91,23 +73,13 @@ type appendBatch struct {
 // the writer while no compaction pass can run (it holds cleanMu).
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
 
-// writerActive returns the segment being written, for the writer (a
-// compaction pass may replace other entries of segs concurrently; the
-// active segment itself is never replaced). The log is open.
-func (l *Log) writerActive() *segment { return l.act.Load() }
-
-// setSegsLocked replaces the segment list and publishes its last entry
-// as the active segment. The caller holds mu exclusively (or is Open,
-// before anyone else sees the log).
-func (l *Log) setSegsLocked(segs []*segment) {
-	l.segs = segs
-	if len(segs) == 0 {
-		l.act.Store(nil)
-		l.startOff.Store(0)
-		return
-	}
-	l.act.Store(segs[len(segs)-1])
-	l.startOff.Store(l.startLocked())
+// writerActive returns the segment being written, for the writer: a
+// compaction pass may replace other entries of segs concurrently, so the
+// list is read under mu; the active segment itself is never replaced.
+func (l *Log) writerActive() *segment {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.active()
 }
 
 // Recovery reports what Open did to bring the log up.
@@ -127,7 +99,14 @@ func (l *Log) NextOffset() int64 {
 }
 
 // StartOffset is the log start offset: the first offset still stored.
-func (l *Log) StartOffset() int64 { return l.startOff.Load() }
+func (l *Log) StartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.segs) == 0 {
+		return 0
+	}
+	return l.startLocked()
+}
 
 // Size is the number of bytes stored in every segment.
 func (l *Log) Size() int64 {
@@ -149,10 +128,13 @@ func (l *Log) Segments() int {
 
 // checkWritable returns why the writer may not write, if it may not.
 func (l *Log) checkWritable() error {
-	if f := l.failed.Load(); f != nil {
-		return f
+	if err := l.failure(); err != nil {
+		return err
 	}
-	if l.closed.Load() {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
 		return ErrClosed
 	}
 	return nil
@@ -162,23 +144,20 @@ func (l *Log) checkWritable() error {
 func (l *Log) fail(what string, err error) error {
 	l.failMu.Lock()
 	defer l.failMu.Unlock()
-	f := l.failed.Load()
-	if f == nil {
-		f = &failure{what: what, cause: err}
-		l.failed.Store(f)
+	if l.failed == nil {
+		l.failed = &failure{what: what, cause: err}
 	}
 	if strings.HasPrefix(what, "sync") {
 		l.syncFailed = true // even when another failure came first: see recover
 	}
-	return f
+	return l.failed
 }
 
 // failure is the first write-path failure, or nil.
 func (l *Log) failure() error {
-	if f := l.failed.Load(); f != nil {
-		return f
-	}
-	return nil
+	l.failMu.Lock()
+	defer l.failMu.Unlock()
+	return l.failed
 }
 
 // Append writes buf, one or more whole RecordBatches whose base offsets
@@ -208,8 +187,7 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	if int64(len(buf)) > maxSegmentBytes {
 		return fmt.Errorf("%w: %d bytes is more than a segment can hold", ErrBadAppend, len(buf))
 	}
-	a := l.writerActive()
-	next := a.next // written only by this writer
+	next := l.writerActive().next
 	l.hdrs = l.hdrs[:0]
 	var at int64 // position of the next batch in buf
 	add := func(h batch.Header, _ []byte) error {
@@ -239,6 +217,7 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 		}
 	}
 
+	a := l.writerActive()
 	if a.size > 0 && l.shouldRoll(a, int64(len(buf)), next) {
 		if err := l.Roll(); err != nil {
 			return err
@@ -297,7 +276,7 @@ func (l *Log) Sync() error {
 	l.mu.RLock()
 	var a *segment
 	var size int64
-	if !l.closed.Load() && len(l.segs) > 0 {
+	if !l.closed && len(l.segs) > 0 {
 		a = l.segs[len(l.segs)-1]
 		size = a.size
 		if !a.acquire() {
@@ -423,7 +402,7 @@ func (l *Log) Roll() error {
 		return l.fail("sync directory "+l.dir+" after roll", err)
 	}
 	l.mu.Lock()
-	l.setSegsLocked(append(l.segs, s))
+	l.segs = append(l.segs, s)
 	l.mu.Unlock()
 	return nil
 }
@@ -434,7 +413,10 @@ func (l *Log) Roll() error {
 // reported when it happened. Slices taken earlier stop working; a read in
 // progress finishes first.
 func (l *Log) Close() error {
-	if l.closed.Load() {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
 		return nil
 	}
 	l.closing.Store(true)
@@ -452,9 +434,9 @@ func (l *Log) Close() error {
 		err = l.writeCleanShutdown()
 	}
 	l.mu.Lock()
-	l.closed.Store(true)
+	l.closed = true
 	segs := l.segs
-	l.setSegsLocked(nil)
+	l.segs = nil
 	l.mu.Unlock()
 	for _, s := range segs {
 		s.release()

@@ -19,7 +19,7 @@ import (
 // of a segment reads again from the next offset.
 func (l *Log) Read(offset, limit int64, maxBytes int) (Slice, error) {
 	l.mu.RLock()
-	if l.closed.Load() {
+	if l.closed {
 		l.mu.RUnlock()
 		return Slice{}, ErrClosed
 	}
@@ -170,7 +170,7 @@ func (s Slice) WriteTo(w io.Writer) (int64, error) {
 // is >= ts, or NextOffset() if none.
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	l.mu.RLock()
-	if l.closed.Load() {
+	if l.closed {
 		l.mu.RUnlock()
 		return 0, ErrClosed
 	}
@@ -231,7 +231,7 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 		pos  int64
 	}
 	l.mu.RLock()
-	if l.closed.Load() {
+	if l.closed {
 		l.mu.RUnlock()
 		return ErrClosed
 	}

@@ -248,7 +248,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		if err != nil {
 			return fail(err)
 		}
-		l.setSegsLocked([]*segment{s})
+		l.segs = []*segment{s}
 		dirty = true
 	}
 	for i, base := range bases {
@@ -264,7 +264,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 			return fail(err)
 		}
 		dirty = dirty || changed
-		l.setSegsLocked(append(l.segs, s))
+		l.segs = append(l.segs, s)
 	}
 	r.Segments = len(l.segs)
 	l.loadStartOffset()

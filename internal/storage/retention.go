@@ -49,7 +49,7 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 		// Each removal is synced before the next, so a crash can only
 		// leave a prefix of the log removed, never a hole.
 		l.mu.Lock()
-		l.setSegsLocked(l.segs[1:])
+		l.segs = l.segs[1:]
 		l.mu.Unlock()
 		total -= s.size
 		s.release()

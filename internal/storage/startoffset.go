@@ -59,7 +59,6 @@ func (l *Log) loadStartOffset() {
 		return
 	}
 	l.start = min(off, l.active().next)
-	l.startOff.Store(l.startLocked())
 }
 
 // startLocked is the log start offset. The caller holds mu.
@@ -80,7 +79,7 @@ func (l *Log) DeleteRecordsBefore(off int64) (int64, error) {
 	l.startMu.Lock()
 	defer l.startMu.Unlock()
 	l.mu.RLock()
-	if l.closed.Load() {
+	if l.closed {
 		l.mu.RUnlock()
 		return 0, ErrClosed
 	}
@@ -105,7 +104,6 @@ func (l *Log) DeleteRecordsBefore(off int64) (int64, error) {
 	}
 	l.mu.Lock()
 	l.start = off
-	l.startOff.Store(l.startLocked())
 	l.mu.Unlock()
 	return off, nil
 }
