@@ -198,7 +198,7 @@ func Open(o Options) (*WAL, *Replay, error) {
 		flushDone: make(chan struct{}),
 	}
 	w.firstSeq = rp.nextSeq
-	rp.w, rp.keep = w, w.keep // set before w is shared: no lock needed
+	rp.w, rp.keep = w, minKeepSealed
 	return w, rp, nil
 }
 
@@ -972,9 +972,9 @@ func (w *WAL) Retire() error {
 	if err != nil {
 		return err
 	}
-	w.mu.Lock()
-	rp.w, rp.keep = w, w.keep
-	w.mu.Unlock()
+	// As many as a start keeps (not the budget many partitions grew
+	// keep to): a stopped broker holds little disk for them.
+	rp.w, rp.keep = w, minKeepSealed
 	err = rp.Done()
 	w.recycleMu.Lock()
 	w.recycle = nil // closed: the next start finds the spares on disk
