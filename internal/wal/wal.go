@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -767,7 +768,9 @@ func (w *WAL) retire(path string) bool {
 			return true
 		}
 	}
-	if err := w.fs.Remove(path); err != nil {
+	// Gone already: an earlier attempt renamed it aside and then failed
+	// to sync the directory; the sync below makes that rename durable.
+	if err := w.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		w.log.Warn("wal: remove a segment no longer needed", "path", path, "err", err)
 		return false
 	}
