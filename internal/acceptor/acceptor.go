@@ -124,6 +124,9 @@ func start(log partitionLog, cfg Config) *Acceptor {
 		a.run.failed = f
 		a.run.armHeal()
 	}
+	// Taken here and handed to the run goroutine, so that it holds runMu
+	// from the start: until it first waits, appends queue.
+	a.runMu.Lock()
 	go a.loop()
 	return a
 }

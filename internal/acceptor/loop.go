@@ -208,8 +208,7 @@ func (a *Acceptor) syncLog() error {
 func (a *Acceptor) loop() {
 	r := &a.run
 	defer close(a.done)
-	a.runMu.Lock()
-	defer a.runMu.Unlock()
+	defer a.runMu.Unlock() // taken for it by start
 	defer r.stopTickers()
 	go a.syncLoop()
 	flushC := r.flushTick

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -133,6 +134,12 @@ func runWALWorkload(t *testing.T, fs vfs.FS, parts, n, workers int, cfg Config) 
 	if err != nil {
 		res.firstErr = err
 		return res
+	}
+	// Each run goroutine waits in its select before the first append,
+	// so that the first append to each partition is handled inline:
+	// the workload takes that path however loaded the machine is.
+	for _, a := range accs {
+		waitRunIdle(a)
 	}
 	var mu sync.Mutex // guards res
 	idx := make(chan int)
@@ -588,4 +595,14 @@ func TestNoZerosAheadUnderWAL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitRunIdle returns once a's run goroutine has released runMu to wait
+// in its select (start hands runMu to it; nothing else holds it before
+// the first append).
+func waitRunIdle(a *Acceptor) {
+	for !a.runMu.TryLock() {
+		runtime.Gosched()
+	}
+	a.runMu.Unlock()
 }

@@ -86,27 +86,15 @@ func TestRunReportsWAL(t *testing.T) {
 	f.Write([]byte("log-000003\n"))
 	f.Close()
 
-	w, _, err := wal.Open(wal.Options{FS: m, Dir: "/data/wal", SegmentBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	part := wal.Key{Topic: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}
+	var entries []walEntry
 	for _, e := range []struct {
 		k     wal.Key
 		first int64
-	}{{part, 3}, {part, 6}, {kvlog.WALKey("groups", 3), 3}, {kvlog.WALKey("groups", 2), 9}} {
+	}{{walPart, 3}, {walPart, 6}, {kvlog.WALKey("groups", 3), 3}, {kvlog.WALKey("groups", 2), 9}} {
 		b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(3, 10, e.first), e.first)
-		p, err := w.Append(e.k, e.first, e.first+3, b)
-		if err == nil {
-			err = w.Sync(p)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		entries = append(entries, walEntry{e.k, e.first, e.first + 3, b})
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeWAL(t, m, entries...)
 
 	var out bytes.Buffer
 	if _, err := Run(m, Options{Data: "/data", Partition: -1}, &out); err != nil {
@@ -160,21 +148,7 @@ func TestRunCorruptionTheWALHolds(t *testing.T) {
 	f, _ := m.Create("/data/topics/a/topic.json")
 	f.Write([]byte(`{"id":"0102030405060708090a0b0c0d0e0f10","partitions":1}`))
 	f.Close()
-	w, _, err := wal.Open(wal.Options{FS: m, Dir: "/data/wal", SegmentBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	part := wal.Key{Topic: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}
-	p, err := w.Append(part, 0, 6, append(first, second...))
-	if err == nil {
-		err = w.Sync(p)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeWAL(t, m, walEntry{walPart, 0, 6, append(first, second...)})
 	names, _ := m.ReadDir("/data/topics/a/0")
 	var seg string
 	for _, n := range names {
@@ -196,5 +170,39 @@ func TestRunCorruptionTheWALHolds(t *testing.T) {
 	if !strings.Contains(s, "a/0: the write-ahead log holds offsets 0 to 5 (1 entries)") ||
 		!strings.Contains(s, "a/0: it holds the corrupt offset 0: after a cut there, the next start restores") {
 		t.Fatalf("output:\n%s", s)
+	}
+}
+
+// walPart is the WAL key of partition 0 of the tests' topic "a" (the ID
+// its topic.json gives).
+var walPart = wal.Key{Topic: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}
+
+// walEntry is one entry writeWAL appends: batches of k, offsets first up
+// to end.
+type walEntry struct {
+	k          wal.Key
+	first, end int64
+	data       []byte
+}
+
+// writeWAL writes entries to the WAL in /data/wal, each synced, and
+// closes it without retiring it (as a crash leaves it).
+func writeWAL(t *testing.T, m vfs.FS, entries ...walEntry) {
+	t.Helper()
+	w, _, err := wal.Open(wal.Options{FS: m, Dir: "/data/wal", SegmentBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		p, err := w.Append(e.k, e.first, e.end, e.data)
+		if err == nil {
+			err = w.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

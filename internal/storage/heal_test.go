@@ -20,16 +20,7 @@ func TestRecoverAfterFailedSync(t *testing.T) {
 	m := vfs.NewMem()
 	l := mustOpen(t, m, "/p", Config{})
 	defer l.Close()
-	a := newAppender(t, l)
-	a.add(3, 50, 1)
-	if err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	synced := append([]byte(nil), a.data...)
-	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 50, 2), a.next)
-	if err := l.Append(b, nil); err != nil {
-		t.Fatal(err)
-	}
+	synced, b := syncedThenMore(t, l)
 	m.Inject(vfs.FailNth(vfs.OpSync, 1, syscall.EIO, true))
 	if err := l.Sync(); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Sync: %v, want ErrFailed wrapping EIO", err)
@@ -205,16 +196,7 @@ func TestAbandonThenRecover(t *testing.T) {
 	m := vfs.NewMem()
 	l := mustOpen(t, m, "/p", Config{})
 	defer l.Close()
-	a := newAppender(t, l)
-	a.add(3, 50, 1)
-	if err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	synced := append([]byte(nil), a.data...)
-	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(2, 50, 2), a.next)
-	if err := l.Append(b, nil); err != nil {
-		t.Fatal(err)
-	}
+	synced, b := syncedThenMore(t, l)
 	l.Abandon(syscall.EIO)
 	if err := l.Append(b, nil); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Append on an abandoned log: %v, want ErrFailed wrapping the cause", err)
@@ -316,4 +298,22 @@ func TestRecoverUpTo(t *testing.T) {
 		}
 		check(t, m, l, data, 3) // 3..7 were in the tail only
 	})
+}
+
+// syncedThenMore appends three records to l and syncs them, then
+// appends two more without a sync; it returns the synced bytes and the
+// unsynced batch.
+func syncedThenMore(t *testing.T, l *Log) (synced, more []byte) {
+	t.Helper()
+	a := newAppender(t, l)
+	a.add(3, 50, 1)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	synced = append([]byte(nil), a.data...)
+	more, _ = storagetest.WithBaseOffset(storagetest.MakeBatch(2, 50, 2), a.next)
+	if err := l.Append(more, nil); err != nil {
+		t.Fatal(err)
+	}
+	return synced, more
 }

@@ -60,10 +60,12 @@ func newTailFile(f vfs.File, size int64, limit int) *tailFile {
 // flushedEnd is the position below which every byte is in the file.
 func (t *tailFile) flushedEnd() int64 { return t.start.Load() }
 
-// append writes p at off, the end of the segment's data, into the tail;
-// the tail is written to the file first when p would carry it past the
-// limit, and p itself is written directly when it is at least the limit.
-// On error nothing of p is buffered.
+// append writes p at off, the end of the segment's data, into the tail.
+// When p would carry the tail past the limit, the tail is filled to the
+// limit with p's first bytes and written to the file, and the rest of p
+// starts the next tail, so that the file gets whole limit-sized writes
+// whatever the appends' sizes; p is written directly when it is at least
+// the limit. On error nothing of p is buffered.
 func (t *tailFile) append(p []byte, off int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -76,7 +78,14 @@ func (t *tailFile) append(p []byte, off int64) error {
 		t.start.Store(off)
 	}
 	if len(t.buf)+len(p) > t.limit {
+		had := len(t.buf)
+		if had > 0 && len(p) < t.limit {
+			k := t.limit - had
+			t.buf = append(t.buf, p[:k]...)
+			p, off = p[k:], off+int64(k)
+		}
 		if err := t.flushLocked(); err != nil {
+			t.buf = t.buf[:had] // nothing of p stays buffered
 			return err
 		}
 	}

@@ -441,3 +441,46 @@ func TestWriteBehindRecover(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteBehindWholeWrites: appends of about 60% of the tail's limit
+// reach the file in writes of exactly the limit (the tail is filled with
+// the first bytes of the append that overflows it), not one write per
+// append; reads see every byte, and a failed write of the filled tail
+// leaves nothing of the append buffered.
+func TestWriteBehindWholeWrites(t *testing.T) {
+	const limit = 1 << 10
+	m := vfs.NewMem()
+	l := mustOpen(t, m, dir, Config{Preallocate: -1, WriteBehind: limit})
+	defer l.Close()
+	a := newAppender(t, l)
+	writes := func() int64 { return m.Ops(vfs.OpWrite) }
+	before := writes()
+	for i := range 20 {
+		a.add(1, 540, int64(i)) // about 600 bytes
+	}
+	total := int64(len(a.data))
+	if got, want := writes()-before, total/limit; got != want {
+		t.Fatalf("%d bytes appended in %d file writes, want %d (whole tails)", total, got, want)
+	}
+	if got := rawSize(t, l); got != total/limit*limit {
+		t.Fatalf("the file holds %d bytes, want %d (whole tails written, the rest buffered)", got, total/limit*limit)
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+		t.Fatal("reads differ from what was appended")
+	}
+	// The next append overflows the tail and its write fails: the log
+	// fails, nothing of that append is readable, all before it is.
+	m.Inject(vfs.FailNth(vfs.OpWrite, m.Ops(vfs.OpWrite)+1, syscall.EIO, false))
+	tf := tailOf(t, l)
+	buffered := len(tf.buf)
+	b, _ := storagetest.WithBaseOffset(storagetest.MakeBatch(1, limit-buffered, 99), a.next)
+	if err := l.Append(b, nil); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Append: %v, want EIO", err)
+	}
+	if len(tf.buf) != buffered {
+		t.Fatalf("after the failed write the tail buffers %d bytes, want the %d it had", len(tf.buf), buffered)
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+		t.Fatal("after the failed write reads differ from what was appended before it")
+	}
+}

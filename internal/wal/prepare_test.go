@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -108,5 +109,115 @@ func TestPrepareZeroing(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestSparesAcrossRestart: a clean shutdown (Retire) keeps a few
+// full-length segment files as spares instead of removing them; the next
+// start reuses them instead of zeroing new files, under numbers above
+// every number they had, so their old entries fail their CRC: a crash
+// after the restart replays only the new run's entries. A crash's old
+// segments become spares the same way once replayed.
+func TestSparesAcrossRestart(t *testing.T) {
+	const segBytes = 8 << 10
+	fs := vfs.NewMem()
+	appendSync := func(w *WAL, k Key, from, n int64) []byte {
+		t.Helper()
+		h := w.For(k)
+		var out []byte
+		for i := from; i < from+n; i++ {
+			b := batches(i, 1, i)
+			out = append(out, b...)
+			p, err := h.Append(i, i+1, b)
+			if err == nil {
+				err = h.Sync(p)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	spares := func(fs vfs.FS) (seqs []uint64) {
+		t.Helper()
+		names, err := fs.ReadDir("/wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			seg, ok := strings.CutSuffix(n, spareSuffix)
+			seq, isSeg := parseSegName(seg)
+			if !ok || !isSeg {
+				t.Fatalf("after a clean shutdown /wal holds %q, want spares only", n)
+			}
+			if fi, err := fs.Stat("/wal/" + n); err != nil || fi.Size() != segBytes {
+				t.Fatalf("spare %s: %v, want %d bytes", n, err, segBytes)
+			}
+			seqs = append(seqs, seq)
+		}
+		return seqs
+	}
+
+	// Run 1: key 1's entries over several segments, then a clean shutdown.
+	w, rp := open(t, fs, segBytes)
+	if err := rp.Done(); err != nil {
+		t.Fatal(err)
+	}
+	appendSync(w, key(1), 0, 200)
+	w.mu.Lock()
+	w.keep = 8 // a budget grown by many partitions: a shutdown still keeps only a start's few
+	w.mu.Unlock()
+	if err := w.Retire(); err != nil {
+		t.Fatal(err)
+	}
+	old := spares(fs)
+	if len(old) == 0 || len(old) > minKeepSealed {
+		t.Fatalf("a clean shutdown kept %d spares, want 1 to %d", len(old), minKeepSealed)
+	}
+
+	// Run 2: nothing to replay; key 2's entries go to a reused spare.
+	w, rp = open(t, fs, segBytes)
+	if ks := rp.Keys(); len(ks) != 0 {
+		t.Fatalf("a start after a clean shutdown replays keys %v", ks)
+	}
+	if err := rp.Done(); err != nil {
+		t.Fatal(err)
+	}
+	want := appendSync(w, key(2), 0, 3)
+	if st := w.Stats(); st.SegmentsReused == 0 || st.SegmentsZeroed != 0 {
+		t.Fatalf("after a clean restart: %d segments reused, %d zeroed; want the spares reused, none zeroed", st.SegmentsReused, st.SegmentsZeroed)
+	}
+	for _, s := range old {
+		if w.active.seq <= s {
+			t.Fatalf("the active segment is number %d, not above the spare's old number %d", w.active.seq, s)
+		}
+	}
+
+	// A crash: the replay holds key 2's entries and none of key 1's
+	// (stale in the reused file).
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	w.Close()
+	w, rp = open(t, crashed, segBytes)
+	defer w.Close()
+	if ks := rp.Keys(); len(ks) != 1 || ks[0] != key(2) {
+		t.Fatalf("replay after the crash has keys %v, want only %v", ks, key(2))
+	}
+	l := &memLog{}
+	if _, err := rp.Apply(key(2), l); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(l.data, want) {
+		t.Fatalf("replay rebuilt %d bytes, want %d", len(l.data), len(want))
+	}
+	if err := rp.Done(); err != nil {
+		t.Fatal(err)
+	}
+	// The crash's segments became spares, and the next round reuses one.
+	if n := len(spares(crashed)); n == 0 || n > minKeepSealed {
+		t.Fatalf("after the replay %d spares, want 1 to %d", n, minKeepSealed)
+	}
+	appendSync(w, key(3), 0, 1)
+	if st := w.Stats(); st.SegmentsReused == 0 || st.SegmentsZeroed != 0 {
+		t.Fatalf("after a replay: %d segments reused, %d zeroed; want the spares reused, none zeroed", st.SegmentsReused, st.SegmentsZeroed)
 	}
 }

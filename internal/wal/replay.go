@@ -32,9 +32,15 @@ type Replay struct {
 	dir     string
 	byKey   map[Key][]entry // each key's entries in WAL order
 	segs    []segFile       // the old segments, oldest first
-	paths   []string        // the files to remove: spares, then the old segments oldest first
-	nextSeq uint64
+	spares  []segFile       // retired segment files kept for reuse (name: segment's + spareSuffix)
+	paths   []string        // other files, removed by Done
+	nextSeq uint64          // above every segment's and spare's number
 	log     *slog.Logger
+
+	// keep is how many segment files Done keeps as spares for w (0: a
+	// start with the WAL off, which removes them all).
+	keep int
+	w    *WAL
 }
 
 // segFile is a segment file found in the directory.
@@ -67,7 +73,7 @@ func readAll(fs vfs.FS, dir string, lg *slog.Logger) (*Replay, error) {
 		return nil, err
 	}
 	rp.log = lg
-	for i, s := range rp.segs {
+	for _, s := range rp.segs {
 		es, err := readSegment(fs, s.path, s.seq)
 		if err != nil {
 			return nil, err
@@ -75,16 +81,15 @@ func readAll(fs vfs.FS, dir string, lg *slog.Logger) (*Replay, error) {
 		for _, e := range es {
 			rp.byKey[e.key] = append(rp.byKey[e.key], e)
 		}
-		if i == len(rp.segs)-1 {
-			rp.nextSeq = s.seq + 1
-		}
 	}
 	return rp, nil
 }
 
-// listSegments lists the files in dir: spare files (retired segments
-// renamed for reuse) and anything else first, then segments, oldest
-// first.
+// listSegments lists the files in dir: segments, oldest first, spare
+// files (retired segments renamed for reuse), and anything else. The
+// next segment number is above every segment's and spare's, so that a
+// spare reused later is always renamed to a number above any its old
+// entries were sealed with: they fail their CRC there.
 func listSegments(fs vfs.FS, dir string) (*Replay, error) {
 	names, err := fs.ReadDir(dir)
 	if err != nil {
@@ -92,19 +97,31 @@ func listSegments(fs vfs.FS, dir string) (*Replay, error) {
 	}
 	rp := &Replay{fs: fs, dir: dir, byKey: map[Key][]entry{}, nextSeq: 1, log: slog.New(slog.DiscardHandler)}
 	for _, n := range names {
-		if stem, ok := strings.CutSuffix(n, segSuffix); ok {
-			if seq, err := strconv.ParseUint(stem, 10, 64); err == nil && len(stem) == 20 {
-				rp.segs = append(rp.segs, segFile{seq, filepath.Join(dir, n)})
-				continue
+		path := filepath.Join(dir, n)
+		seg, spare := strings.CutSuffix(n, spareSuffix)
+		if seq, ok := parseSegName(seg); ok {
+			rp.nextSeq = max(rp.nextSeq, seq+1)
+			if spare {
+				rp.spares = append(rp.spares, segFile{seq, path})
+			} else {
+				rp.segs = append(rp.segs, segFile{seq, path})
 			}
+			continue
 		}
-		rp.paths = append(rp.paths, filepath.Join(dir, n))
+		rp.paths = append(rp.paths, path)
 	}
 	sort.Slice(rp.segs, func(i, j int) bool { return rp.segs[i].seq < rp.segs[j].seq })
-	for _, s := range rp.segs {
-		rp.paths = append(rp.paths, s.path)
-	}
 	return rp, nil
+}
+
+// parseSegName returns the number of a segment file's name.
+func parseSegName(n string) (uint64, bool) {
+	stem, ok := strings.CutSuffix(n, segSuffix)
+	if !ok || len(stem) != 20 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(stem, 10, 64)
+	return seq, err == nil
 }
 
 // readSegment reads the entries of one segment file, up to the first
@@ -153,20 +170,71 @@ func (rp *Replay) Apply(k Key, t Target) (Applied, error) {
 	return a, err
 }
 
-// Done removes the old segments, oldest first, each removal synced before
-// the next (see collect). The caller has replayed and fsynced every log;
-// the entries of keys never applied (deleted topics) are dropped.
+// Done retires the old segments, oldest first, each change synced before
+// the next (see collect): the first few full-length ones are renamed to
+// spares that the WAL reuses instead of zeroing new files (as many as it
+// keeps while it runs), the others are removed, as are surplus spares
+// and unknown files. The caller has replayed and fsynced every log; the
+// entries of keys never applied (deleted topics) are dropped.
 func (rp *Replay) Done() error {
-	for _, p := range rp.paths {
-		if err := rp.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("wal: remove replayed segment %s: %w", p, err)
+	var kept []string
+	for _, s := range rp.spares {
+		if len(kept) < rp.keep && rp.fullSize(s.path) {
+			kept = append(kept, s.path)
+			continue
 		}
-		if err := rp.fs.SyncDir(rp.dir); err != nil {
-			return fmt.Errorf("wal: sync directory %s: %w", rp.dir, err)
+		if err := rp.remove(s.path); err != nil {
+			return err
 		}
 	}
-	rp.paths, rp.byKey = nil, nil
+	for _, p := range rp.paths {
+		if err := rp.remove(p); err != nil {
+			return err
+		}
+	}
+	for _, s := range rp.segs {
+		if len(kept) < rp.keep && rp.fullSize(s.path) {
+			spare := s.path + spareSuffix
+			if err := rp.fs.Rename(s.path, spare); err == nil {
+				if err := rp.fs.SyncDir(rp.dir); err != nil {
+					return fmt.Errorf("wal: sync directory %s: %w", rp.dir, err)
+				}
+				kept = append(kept, spare)
+				continue
+			}
+		}
+		if err := rp.remove(s.path); err != nil {
+			return err
+		}
+	}
+	if rp.w != nil {
+		rp.w.recycleMu.Lock()
+		rp.w.recycle = append(rp.w.recycle, kept...)
+		rp.w.recycleMu.Unlock()
+	}
+	rp.segs, rp.spares, rp.paths, rp.byKey = nil, nil, nil, nil
 	return nil
+}
+
+// remove removes a file Done does not keep and syncs the directory.
+func (rp *Replay) remove(path string) error {
+	if err := rp.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("wal: remove replayed segment %s: %w", path, err)
+	}
+	if err := rp.fs.SyncDir(rp.dir); err != nil {
+		return fmt.Errorf("wal: sync directory %s: %w", rp.dir, err)
+	}
+	return nil
+}
+
+// fullSize reports whether a segment file has its full length (zeroed
+// ahead when it was made): a shorter one is not worth keeping. With no
+// WAL to reuse it (keep 0) nothing is kept anyway.
+func (rp *Replay) fullSize(path string) bool {
+	if rp.w == nil {
+		return false
+	}
+	return rp.w.fullSize(path)
 }
 
 // applyEntries applies es (one key's entries, WAL order) to t, appending

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -198,6 +199,7 @@ func Open(o Options) (*WAL, *Replay, error) {
 		flushDone: make(chan struct{}),
 	}
 	w.firstSeq = rp.nextSeq
+	rp.w, rp.keep = w, minKeepSealed
 	return w, rp, nil
 }
 
@@ -206,8 +208,12 @@ func (w *WAL) segPath(seq uint64) string {
 	return filepath.Join(w.dir, fmt.Sprintf("%020d%s", seq, segSuffix))
 }
 
-// segSuffix is the file name suffix of a segment.
-const segSuffix = ".wal"
+// segSuffix is the file name suffix of a segment; a retired segment
+// kept for reuse (a spare) has spareSuffix after it.
+const (
+	segSuffix   = ".wal"
+	spareSuffix = ".spare"
+)
 
 // Append copies data, whole RecordBatches with their offsets assigned,
 // from first up to end, into the WAL's buffer as an entry of key and
@@ -750,7 +756,7 @@ func (w *WAL) retire(path string) bool {
 	if keep && w.fullSize(path) {
 		// Renamed out of the sequence: replay ignores it, the preparer
 		// renames it back in under a new number.
-		spare := path + ".spare"
+		spare := path + spareSuffix
 		if err := w.fs.Rename(path, spare); err == nil {
 			if err := w.fs.SyncDir(w.dir); err != nil {
 				w.log.Warn("wal: sync directory after retiring a segment", "err", err)
@@ -762,7 +768,9 @@ func (w *WAL) retire(path string) bool {
 			return true
 		}
 	}
-	if err := w.fs.Remove(path); err != nil {
+	// Gone already: an earlier attempt renamed it aside and then failed
+	// to sync the directory; the sync below makes that rename durable.
+	if err := w.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		w.log.Warn("wal: remove a segment no longer needed", "path", path, "err", err)
 		return false
 	}
@@ -952,11 +960,13 @@ func (w *WAL) Close() error {
 	return nil
 }
 
-// Retire closes the WAL and removes its files, oldest segment first, each
-// removal synced before the next (see collect). The caller has fsynced
-// every log that appended to it (a clean shutdown), so nothing in it is
-// needed: the next start has nothing to replay, and a log repaired
-// offline (sluice repair) is not refilled from entries of before.
+// Retire closes the WAL and retires its segments, oldest first, each
+// change synced before the next (see collect): a few become spares that
+// the next start reuses (Replay.Done), the rest are removed. The caller
+// has fsynced every log that appended to it (a clean shutdown), so
+// nothing in them is needed: the next start has nothing to replay, and a
+// log repaired offline (sluice repair) is not refilled from entries of
+// before.
 func (w *WAL) Retire() error {
 	if err := w.Close(); err != nil {
 		return err
@@ -965,7 +975,14 @@ func (w *WAL) Retire() error {
 	if err != nil {
 		return err
 	}
-	return rp.Done()
+	// As many as a start keeps (not the budget many partitions grew
+	// keep to): a stopped broker holds little disk for them.
+	rp.w, rp.keep = w, minKeepSealed
+	err = rp.Done()
+	w.recycleMu.Lock()
+	w.recycle = nil // closed: the next start finds the spares on disk
+	w.recycleMu.Unlock()
+	return err
 }
 
 // Stats counts the WAL's rounds: each writes the entries appended since

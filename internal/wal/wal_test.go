@@ -629,3 +629,38 @@ func TestInspectFindsDamage(t *testing.T) {
 		t.Fatalf("Pending(key 1) after the damage = %d, %d, %d; want 10, 14, 2", first, end, n)
 	}
 }
+
+// TestRetireAfterFailedDirSync: a segment renamed aside for reuse whose
+// directory sync failed is retired again at the next checkpoint (the
+// rename already happened): the WAL keeps freeing segments instead of
+// sticking on that one.
+func TestRetireAfterFailedDirSync(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _ := open(t, fs, 2<<10)
+	defer w.Close()
+	var off int64
+	fill := func(n int) {
+		t.Helper()
+		for range n {
+			b := batches(off, 1, off)
+			p, err := w.Append(key(0), off, off+1, b)
+			if err == nil {
+				err = w.Sync(p)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			off++
+		}
+	}
+	fill(40)
+	// The first directory sync after the checkpoint's rename fails.
+	fs.Inject(vfs.FailNth(vfs.OpSyncDir, fs.Ops(vfs.OpSyncDir)+1, syscall.EIO, false))
+	w.Checkpoint(key(0), off)
+	fill(40)
+	before := w.Size()
+	w.Checkpoint(key(0), off)
+	if w.Size() >= before || w.Size() > 2<<10 {
+		t.Fatalf("WAL holds %d bytes after a checkpoint (%d before); want the active segment only", w.Size(), before)
+	}
+}
