@@ -316,26 +316,7 @@ func TestSendfileOverTCP(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, got := tcpSink(t)
 	// Two slices from different positions, to show the file position is
 	// not shared: the second starts mid-file.
 	s1, err := l.Read(0, a.next, len(a.data)/2)
@@ -400,4 +381,31 @@ func TestRetentionKeepsRetainFrom(t *testing.T) {
 	if l.Segments() != 1 {
 		t.Fatalf("%d segments left once RetainFrom moved past them, want 1", l.Segments())
 	}
+}
+
+// tcpSink returns a loopback TCP connection and a channel that receives
+// everything written to it once it is closed (nil if the accept failed).
+func tcpSink(t *testing.T) (net.Conn, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, got
 }
