@@ -74,13 +74,7 @@ func TestWriterCoalescesReadyResponses(t *testing.T) {
 		{"not ready", false, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := defaultCfg()
-			cfg.idleTimeout = time.Hour
-			b := &Broker{cfg: cfg, metrics: newMetrics(nil)}
-			server, client := net.Pipe()
-			defer client.Close()
-			cc := &countingConn{Conn: server}
-			c := newConn(b, cc, &listener{Listener: Listener{Protocol: Plaintext}})
+			c, cc, client := pipeConn(t)
 
 			release := make(chan struct{})
 			for i := int32(1); i <= 3; i++ {
@@ -121,13 +115,7 @@ func TestWriterCoalescesReadyResponses(t *testing.T) {
 // when writeLoop owes none; while a deferred reply is still waiting, a
 // later response goes through writeLoop, behind it.
 func TestInlineWriteKeepsOrder(t *testing.T) {
-	cfg := defaultCfg()
-	cfg.idleTimeout = time.Hour
-	b := &Broker{cfg: cfg, metrics: newMetrics(nil)}
-	server, client := net.Pipe()
-	defer client.Close()
-	cc := &countingConn{Conn: server}
-	c := newConn(b, cc, &listener{Listener: Listener{Protocol: Plaintext}})
+	c, cc, client := pipeConn(t)
 	c.log = slog.New(slog.DiscardHandler)
 	go c.writeLoop(c.log)
 
@@ -184,4 +172,18 @@ func TestInlineWriteKeepsOrder(t *testing.T) {
 	}
 	close(c.out)
 	<-c.writerDone
+}
+
+// pipeConn returns a plaintext connection of a bare broker (an hour's
+// idle timeout) over an in-memory pipe, the pipe's counted server end
+// and its client end, closed when the test ends.
+func pipeConn(t *testing.T) (*conn, *countingConn, net.Conn) {
+	t.Helper()
+	cfg := defaultCfg()
+	cfg.idleTimeout = time.Hour
+	b := &Broker{cfg: cfg, metrics: newMetrics(nil)}
+	server, client := net.Pipe()
+	t.Cleanup(func() { client.Close() })
+	cc := &countingConn{Conn: server}
+	return newConn(b, cc, &listener{Listener: Listener{Protocol: Plaintext}}), cc, client
 }
