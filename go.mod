@@ -1,4 +1,4 @@
-module sluice
+module github.com/sluicedb/sluice
 
 go 1.26.8
 

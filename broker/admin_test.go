@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 func (tb *testBroker) admin() *kadm.Client {

@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/auth"
+	"github.com/sluicedb/sluice/internal/auth"
 )
 
 func init() {

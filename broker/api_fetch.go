@@ -49,7 +49,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 func init() { register(kmsg.Fetch.Int16(), 4, 13, handleFetch) }

@@ -41,7 +41,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/groups"
+	"github.com/sluicedb/sluice/internal/groups"
 )
 
 func init() {

@@ -29,8 +29,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 func init() { register(kmsg.ListOffsets.Int16(), 0, 8, handleListOffsets) }

@@ -14,7 +14,7 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/txn"
 )
 
 func init() { register(kmsg.ListTransactions.Int16(), 0, 1, handleListTransactions) }

@@ -54,9 +54,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/batch"
-	"sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/txn"
 )
 
 func init() { register(kmsg.Produce.Int16(), 3, 12, handleProduce) }

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 func fetchReq(version int16, topic string, id [16]byte, offset int64, maxWait int32) *kmsg.FetchRequest {

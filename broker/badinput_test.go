@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // healthy checks that the broker still serves a fresh client.

@@ -14,14 +14,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/auth"
-	"sluice/internal/cleaner"
-	"sluice/internal/groups"
-	"sluice/internal/storage"
-	"sluice/internal/txn"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/auth"
+	"github.com/sluicedb/sluice/internal/cleaner"
+	"github.com/sluicedb/sluice/internal/groups"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // nodeID is the id of the one broker of a Sluice cluster.

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/acceptor"
 )
 
 // KafkaVersion is the Kafka release whose protocol Sluice's API version

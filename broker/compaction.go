@@ -5,8 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"sluice/internal/batch"
-	"sluice/internal/cleaner"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/cleaner"
 )
 
 // startCleaner starts the data directory's log cleaner (see package

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Opt configures a Broker. Options are applied in order over the defaults;

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/auth"
+	"github.com/sluicedb/sluice/internal/auth"
 )
 
 // conn is one client connection.

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"sluice/broker"
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 // startSASLOnly starts a broker whose only listener is SASL_SSL, with

@@ -6,8 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // FuzzDecodeRequest feeds arbitrary frames to the request decoder.

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/broker"
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 // startGroupBroker starts a broker over dir ("" for a fresh one).

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 func produceReq(topic string, acks int16, records []byte) *kmsg.ProduceRequest {

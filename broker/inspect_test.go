@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func TestReadiness(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // TestProduceStampsLeaderEpoch checks that every appended batch carries

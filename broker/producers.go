@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 // Idempotent producers.

@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // TestProducerTableLastUsed checks that the table's last-used entry never

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // newBroker starts a broker with opts on dir and closes it at the end of

@@ -31,7 +31,7 @@ import (
 	"sync"
 	"time"
 
-	"sluice/internal/auth"
+	"github.com/sluicedb/sluice/internal/auth"
 )
 
 // Security protocols of a listener.

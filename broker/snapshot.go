@@ -14,9 +14,9 @@ import (
 	"strings"
 	"sync"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Producer-state snapshots.

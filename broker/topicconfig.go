@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 // topicConfig is a topic's configuration: the values set explicitly on

@@ -8,9 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"sluice/internal/batch"
-	"sluice/internal/groups"
-	"sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/groups"
+	"github.com/sluicedb/sluice/internal/txn"
 )
 
 // txnDir holds the transaction coordinator's internal log.

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/txn"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func txnCtx(t *testing.T) context.Context {

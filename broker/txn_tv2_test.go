@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/txn"
 )
 
 // TestTxnVersion2: the broker finalizes transaction.version 2, so a

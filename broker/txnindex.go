@@ -9,10 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/batch"
-	"sluice/internal/storage"
-	"sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/txn"
 )
 
 // Transactions on a partition.

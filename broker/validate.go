@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 // validateBatches checks the records of one partition of a Produce

@@ -7,7 +7,7 @@ import (
 
 // version is Sluice's version when the build sets it:
 //
-//	go build -ldflags "-X sluice/broker.version=v0.3.0" ./cmd/sluice
+//	go build -ldflags "-X github.com/sluicedb/sluice/broker.version=v0.3.0" ./cmd/sluice
 var version string
 
 // Version returns Sluice's version: the one set at build time, else the

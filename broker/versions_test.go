@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // kafka40Min is the lowest version Kafka 4.0 serves of each API Sluice

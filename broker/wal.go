@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/groups"
-	"sluice/internal/kvlog"
-	"sluice/internal/storage"
-	"sluice/internal/txn"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/groups"
+	"github.com/sluicedb/sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // segmentWriteBehind is how many of a partition's newest bytes its

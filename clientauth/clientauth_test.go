@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 func TestConfigOpts(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 func kadmClient(t *testing.T, addr string) *kadm.Client {

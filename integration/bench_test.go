@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 const benchTopic = "bench"

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
 
-	"sluice/broker"
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 func cpuTime() time.Duration {

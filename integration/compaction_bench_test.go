@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // BenchmarkProduceWhileCleaning measures produce latency (16 goroutines,

@@ -10,7 +10,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // TestCompactedTopicClients writes updates of a few keys to a compacted

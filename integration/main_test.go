@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 func TestMain(m *testing.M) {

@@ -29,8 +29,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	xscram "github.com/xdg-go/scram"
 
-	"sluice/broker"
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 type secured struct {

@@ -33,8 +33,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
-	"sluice/internal/bench"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/bench"
 )
 
 const benchChildEnv = "SLUICE_BENCH_BROKER" // "sluice" or "kfake-mem"

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // killChildEnv, when set, turns TestEOSKill9 into the child: a broker on

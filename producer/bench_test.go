@@ -12,9 +12,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
-	"sluice/broker/brokertest"
-	"sluice/producer"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/producer"
 )
 
 // BenchmarkProduce compares, on one Sluice broker over loopback, callers

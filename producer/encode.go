@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	recbatch "sluice/internal/batch"
+	recbatch "github.com/sluicedb/sluice/internal/batch"
 )
 
 // recordBatchHeaderSize is the size of a RecordBatch v2 header.

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	recbatch "sluice/internal/batch"
+	recbatch "github.com/sluicedb/sluice/internal/batch"
 )
 
 // decodeBatch checks raw is one valid RecordBatch v2 and returns its records.

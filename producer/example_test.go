@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/producer"
+	"github.com/sluicedb/sluice/producer"
 )
 
 // memSink is an in-memory partition: records get consecutive offsets.

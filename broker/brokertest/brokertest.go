@@ -4,7 +4,7 @@ package brokertest
 import (
 	"testing"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // Start starts a broker on a random port of 127.0.0.1 over a fresh

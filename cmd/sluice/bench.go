@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/internal/bench"
+	"github.com/sluicedb/sluice/internal/bench"
 )
 
 func newBenchCmd() *cobra.Command {

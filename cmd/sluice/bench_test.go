@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"sluice/broker/brokertest"
-	"sluice/internal/bench"
+	"github.com/sluicedb/sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/internal/bench"
 )
 
 // TestBenchCommand runs the README's bench commands against an embedded

@@ -33,7 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/clientauth"
+	"github.com/sluicedb/sluice/clientauth"
 )
 
 // defaultBrokers is the seed broker list when neither -b nor

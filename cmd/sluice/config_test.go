@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // TestServeConfigPrecedence checks flags > environment > file > defaults,

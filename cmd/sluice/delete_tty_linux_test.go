@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 // openPTY returns both ends of a new pseudo-terminal.

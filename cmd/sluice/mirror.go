@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
-	"sluice/clientauth"
-	"sluice/internal/mirror"
+	"github.com/sluicedb/sluice/clientauth"
+	"github.com/sluicedb/sluice/internal/mirror"
 )
 
 // newMirrorCmd is `sluice mirror`: copy topics, records and group offsets

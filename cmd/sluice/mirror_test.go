@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 // lineWaiter is an io.Writer that keeps what is written and hands out the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 // fencedBlocks returns the bodies of the README's code blocks tagged lang.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sluice/internal/repair"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/repair"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // newRepairCmd is `sluice repair`: check the partition logs of a stopped

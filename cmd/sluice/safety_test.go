@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // runSluice runs the sluice command with args and returns its combined

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"sluice/broker"
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 // needTool returns the path of an outside program, skipping when it is

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"sluice/broker"
-	"sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/acceptor"
 )
 
 func newServeCmd() *cobra.Command {

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"sluice/broker"
-	"sluice/internal/console"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/console"
 )
 
 // serveHTTP holds serve's flags for the HTTP server (console, metrics,

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // flagSet is what the security flags need of a flag set (the standard

@@ -22,7 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"sluice/clientauth"
+	"github.com/sluicedb/sluice/clientauth"
 )
 
 func newUserCmd() *cobra.Command {

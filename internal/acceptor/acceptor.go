@@ -6,8 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 // partitionLog is what the acceptor needs of a partition log; *storage.Log

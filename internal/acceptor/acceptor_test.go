@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 // fixture is an acceptor on a fake log with hand-driven tickers.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Benchmarks run on the real disk: in SLUICE_BENCH_DIR if set, else in

@@ -3,7 +3,7 @@ package acceptor
 import (
 	"log/slog"
 
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/wal"
 	"strconv"
 	"time"
 )

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 const crashDir = "/data/p0"

@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/storage"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // killChildEnv, when set in the environment, turns TestKillMidLoad into

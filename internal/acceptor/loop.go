@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 // runState is the run goroutine's private state; nothing else touches it.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 var (

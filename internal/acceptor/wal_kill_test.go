@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // walKillChildEnv, when set, turns TestWALKillMidLoad into the child: it

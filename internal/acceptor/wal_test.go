@@ -13,9 +13,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"sluice/internal/storage"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // walRoot holds the WAL and the partition logs in the crash tests.

@@ -20,8 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 // Target is one compacted partition and its settings.

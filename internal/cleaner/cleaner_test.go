@@ -10,9 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

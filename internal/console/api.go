@@ -33,7 +33,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // Bounds of API responses.

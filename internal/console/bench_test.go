@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // BenchmarkProduceWithConsole measures pipelined produce of 100 B

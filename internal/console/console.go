@@ -47,7 +47,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 //go:embed web

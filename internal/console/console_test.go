@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sluice/broker"
-	"sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 func TestHealthAndReadiness(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

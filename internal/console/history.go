@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 // maxSeries bounds the series kept in memory; per-topic and per-group

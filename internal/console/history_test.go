@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"sluice/broker"
+	"github.com/sluicedb/sluice/broker"
 )
 
 func TestHistoryRing(t *testing.T) {

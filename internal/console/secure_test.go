@@ -23,8 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"sluice/broker"
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 // lockedBuffer collects log output from several goroutines.

@@ -11,7 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // stormMember acts like a consumer's group loop against the coordinator:

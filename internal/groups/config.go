@@ -8,9 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // Config sets up a coordinator. Zero values take the defaults noted.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // logHarness is a coordinator over the real internal log on a MemFS.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/kvlog"
 )
 
 // The internal log uses the record formats of Kafka's __consumer_offsets

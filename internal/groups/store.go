@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/kvlog"
 )
 
 // store is where the coordinator's records live. The state machine knows

@@ -42,10 +42,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/storage"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // Record is one key-value record. A nil Value is a tombstone.

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

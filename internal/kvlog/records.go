@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 // ErrBadRecord marks an internal-log record that does not decode.

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"sluice/internal/storage"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // walWriter writes a log's records with the shared write-ahead log

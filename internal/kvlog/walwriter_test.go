@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"testing"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // walSegBytes is small so that the workloads below fill several WAL

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/goleak"
 
-	"sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/broker/brokertest"
 )
 
 func TestMain(m *testing.M) {

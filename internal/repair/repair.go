@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 
-	"sluice/internal/kvlog"
-	"sluice/internal/storage"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // Options choose what Run checks and whether it cuts.

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"sluice/internal/kvlog"
-	"sluice/internal/storage"
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 func makeLog(t *testing.T, fs vfs.FS, dir string) {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"testing"
 
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // BenchmarkAppend measures Append of 1 KiB batches to the OS filesystem,

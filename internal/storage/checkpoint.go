@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"path/filepath"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // checkpointName is the clean-shutdown checkpoint, written last by Close

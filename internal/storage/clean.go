@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 // Log compaction (cleanup.policy=compact): Clean rewrites the sealed

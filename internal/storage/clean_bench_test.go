@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // BenchmarkCleanPass measures one compaction pass over a 32 MiB log on

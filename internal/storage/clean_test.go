@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // origRec is what a test appended at one offset.

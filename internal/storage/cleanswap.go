@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // The swap protocol that replaces a run of sealed segments S1..Sk with

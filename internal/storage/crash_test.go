@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"testing"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // workload appends random batches (single and several per Append, some

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // validSegment returns n contiguous batches from offset 0.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"syscall"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Failed is the write-path failure that stopped the log, or nil.

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // TestRecoverAfterFailedSync: after a failed fsync the log refuses

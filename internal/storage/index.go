@@ -9,7 +9,7 @@ import (
 	"math"
 	"os"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Index files. Both share a 48-byte header and end with a CRC32C of

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // LockFile is the name of the lock file in a data directory. Whoever

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Log is one partition's log: a directory of segment files.

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // fileLen is a file's length on fs.

@@ -6,8 +6,8 @@ import (
 	"net"
 	"sort"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Read returns whole batches starting with the batch that holds offset,

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func TestReadBounds(t *testing.T) {

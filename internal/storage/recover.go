@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // RecoveryReport says what Open had to do.

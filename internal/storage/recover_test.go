@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 const dir = "/data/p0"

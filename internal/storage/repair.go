@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // RepairReport says what Repair found in a log and what it removed.

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // File name suffixes of a segment and its indexes.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // TestDeleteRecordsBefore moves the start offset into the middle of a

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // tailFile is the active segment's file with write-behind

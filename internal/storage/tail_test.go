@@ -10,9 +10,9 @@ import (
 	"syscall"
 	"testing"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // rawSize is the length of the active segment's file itself (under a

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 // BenchmarkTxnV2 runs the coordinator's part of a one-record transaction

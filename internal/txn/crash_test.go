@@ -11,10 +11,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"sluice/internal/acceptor"
-	"sluice/internal/kvlog"
-	"sluice/internal/vfs"
-	"sluice/internal/wal"
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

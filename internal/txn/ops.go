@@ -3,8 +3,8 @@ package txn
 import (
 	"math"
 
+	"github.com/sluicedb/sluice/internal/kvlog"
 	"slices"
-	"sluice/internal/kvlog"
 	"sort"
 	"time"
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func openTest(t *testing.T, s *sink, mod func(*Config)) *Coordinator {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Tests of transaction version 2 (KIP-890 part 2): implicit partition

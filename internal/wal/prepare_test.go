@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // directFS is an in-memory filesystem with direct zeroing: ZeroDirect

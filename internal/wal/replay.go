@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"sluice/internal/batch"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Target is the partition log a replay appends to; *storage.Log

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Errors.

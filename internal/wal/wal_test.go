@@ -14,9 +14,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"sluice/internal/batch"
-	"sluice/internal/storage/storagetest"
-	"sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"sluice/internal/bench"
+	"github.com/sluicedb/sluice/internal/bench"
 )
 
 // workload is one `sluice bench produce` invocation.

@@ -4,7 +4,7 @@
 package storagetest
 
 import (
-	"sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/batch"
 )
 
 // MakeBatch returns a valid, uncompressed RecordBatch v2 with base offset 0
