@@ -1,0 +1,100 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// TmpSuffix names the temporary file WriteFileAtomic writes beside its
+// target. A crash can leave one behind; it is never read as the target.
+const TmpSuffix = ".tmp"
+
+// WriteFileAtomic replaces name with data atomically and durably: data
+// is written to name+TmpSuffix, fsynced, renamed over name, and then the
+// directory holding name is fsynced, so that after a crash at any point
+// name holds either its old contents or data, never a mix, and once
+// WriteFileAtomic returns nil the new contents survive power loss.
+//
+// It is the only atomic-replace in Sluice: every metadata file goes
+// through it.
+func WriteFileAtomic(fs FS, name string, data []byte) error {
+	tmp := name + TmpSuffix
+	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", tmp, err)
+	}
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := fs.Rename(tmp, name); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	if err := fs.SyncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("sync directory of %s: %w", name, err)
+	}
+	return nil
+}
+
+// ReadFile reads the whole of name. A missing file gives an error
+// matching os.ErrNotExist.
+func ReadFile(fs FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", name, err)
+	}
+	data := make([]byte, size)
+	n, err := f.ReadAt(data, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return data[:n], nil
+}
+
+// MkdirAllDurable creates dir and any missing parents, and fsyncs the
+// parent of every directory it created, so that the new entries survive
+// power loss. A directory that already exists is left as it is.
+func MkdirAllDurable(fs FS, dir string) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("stat %s: %w", d, err)
+		}
+		missing = append(missing, d)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir); err != nil {
+		return fmt.Errorf("create directory %s: %w", dir, err)
+	}
+	// Sync from the deepest new directory up to the parent of the
+	// shallowest: each new entry is durable once its parent is synced.
+	for _, d := range missing {
+		if err := fs.SyncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("sync directory %s: %w", filepath.Dir(d), err)
+		}
+	}
+	return nil
+}
