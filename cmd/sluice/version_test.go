@@ -49,7 +49,7 @@ func TestVersionOfBuiltBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod := regexp.MustCompile(`(?m)^\tmod\tsluice\t(\S+)`).FindSubmatch(meta)
+	mod := regexp.MustCompile(`(?m)^\tmod\tgithub\.com/sluicedb/sluice\t(\S+)`).FindSubmatch(meta)
 	if mod == nil {
 		t.Fatalf("go version -m names no main module:\n%s", meta)
 	}
