@@ -18,6 +18,7 @@ package broker
 //     TOPIC_AUTHORIZATION_FAILED).
 
 import (
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -56,15 +57,15 @@ func handleDeleteRecords(r *request) (kmsg.Response, error) {
 
 // deleteRecords moves p's log start offset to off (-1: the high
 // watermark) and returns the start offset after the call.
-func deleteRecords(p *partition, off int64) (int64, error) {
-	hw := p.acc.HighWatermark()
+func deleteRecords(p *partition.Partition, off int64) (int64, error) {
+	hw := p.HighWatermark()
 	if off == -1 {
 		off = hw
 	}
 	if off < 0 || off > hw {
 		return -1, errCode(kerr.OffsetOutOfRange, "offset %d is outside [0, high watermark %d]", off, hw)
 	}
-	low, err := p.log.DeleteRecordsBefore(off)
+	low, err := p.Log().DeleteRecordsBefore(off)
 	if err != nil {
 		return -1, storageErr(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/storage"
 )
 
@@ -68,22 +69,22 @@ func handleListOffsets(r *request) (kmsg.Response, error) {
 }
 
 // listOffset answers one partition of a ListOffsets request.
-func listOffset(p *partition, ts int64, committed bool) (offset, timestamp int64, err error) {
-	hw := p.acc.HighWatermark()
+func listOffset(p *partition.Partition, ts int64, committed bool) (offset, timestamp int64, err error) {
+	hw := p.HighWatermark()
 	if committed {
-		hw = p.txns.lso(hw)
+		hw = p.LastStableOffsetAt(hw)
 	}
 	switch ts {
 	case -2, -4:
-		return p.log.StartOffset(), -1, nil
+		return p.Log().StartOffset(), -1, nil
 	case -1:
 		return hw, -1, nil
 	case -3:
-		maxTs, off := p.log.MaxTimestamp()
+		maxTs, off := p.Log().MaxTimestamp()
 		if off < 0 || off >= hw {
 			return -1, -1, nil
 		}
-		off = max(off, p.log.StartOffset())
+		off = max(off, p.Log().StartOffset())
 		found, at, err := findRecord(p, off, hw, func(rts int64) bool { return rts == maxTs })
 		if err != nil {
 			return 0, 0, err
@@ -96,11 +97,11 @@ func listOffset(p *partition, ts int64, committed bool) (offset, timestamp int64
 	if ts < 0 {
 		return 0, 0, errCode(kerr.InvalidRequest, "timestamp %d is not a ListOffsets target", ts)
 	}
-	off, err := p.log.OffsetForTime(ts)
+	off, err := p.Log().OffsetForTime(ts)
 	if err != nil {
 		return 0, 0, storageErr(err)
 	}
-	off = max(off, p.log.StartOffset()) // DeleteRecords may have cut into the batch found
+	off = max(off, p.Log().StartOffset()) // DeleteRecords may have cut into the batch found
 	if off >= hw {
 		return -1, -1, nil
 	}
@@ -128,8 +129,8 @@ func storageErr(err error) error {
 // timestamp of its first record whose timestamp satisfies match. For a
 // compressed batch it returns the batch's base offset and max timestamp
 // when the batch's max timestamp matches. (-1, -1) when nothing matches.
-func findRecord(p *partition, offset, hw int64, match func(int64) bool) (int64, int64, error) {
-	s, err := p.log.Read(offset, hw, 1)
+func findRecord(p *partition.Partition, offset, hw int64, match func(int64) bool) (int64, int64, error) {
+	s, err := p.Log().Read(offset, hw, 1)
 	if err != nil {
 		return 0, 0, storageErr(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicedb/sluice/internal/auth"
 	"github.com/sluicedb/sluice/internal/cleaner"
 	"github.com/sluicedb/sluice/internal/groups"
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/txn"
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -103,12 +104,10 @@ type Broker struct {
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
-	// The snapshot writer goroutine (snapshotLoop in snapshot.go),
-	// started by New and stopped by Close (through stopCtx), writes the
-	// producer-state snapshots partitions queue on snapq and closes
-	// snapDone when it returns.
-	snapq    chan snapJob
-	snapDone chan struct{}
+	// snaps writes the partitions' periodic producer-state snapshots;
+	// started by New (its goroutine is the partition package's), stopped
+	// by Close before the partitions close.
+	snaps *partition.Snapshots
 
 	traffic traffic   // totals over every partition, deleted ones included
 	started time.Time // when New returned, for uptime
@@ -180,20 +179,21 @@ func New(opts ...Opt) (*Broker, error) {
 		lock:        lock,
 		monitorDone: make(chan struct{}),
 		diskCh:      make(chan struct{}),
-		snapq:       make(chan snapJob, 64),
-		snapDone:    make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
 	b.syncs = make(chan struct{}, maxConcurrentSyncs)
 	b.stopCtx, b.stop = context.WithCancel(context.Background())
+	b.snaps = partition.NewSnapshots(c.snapshotInterval)
 	if err := b.openSecurity(); err != nil {
 		b.stop()
+		b.snaps.Close()
 		lock.Unlock()
 		return nil, err
 	}
 	if err := b.openWAL(); err != nil {
 		b.stop()
+		b.snaps.Close()
 		lock.Unlock()
 		return nil, err
 	}
@@ -205,13 +205,13 @@ func New(opts ...Opt) (*Broker, error) {
 		b.closePartitions()
 		b.closeWAL(false)
 		b.stop()
+		b.snaps.Close()
 		lock.Unlock()
 		return nil, err
 	}
 	b.startCleaner()
 	b.checkDisk()
 	go b.monitorDisk()
-	go b.snapshotLoop()
 	if c.registerer != nil {
 		c.registerer.MustRegister(&collector{b: b})
 	}
@@ -465,7 +465,7 @@ func (b *Broker) Close() error {
 		if err := b.cleaner.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
-		<-b.snapDone
+		b.snaps.Close()
 		// The coordinators' logs write through the WAL too: if one did
 		// not fsync at close, the WAL still holds its acknowledged records.
 		coordClean := len(errs) == 0
@@ -495,12 +495,12 @@ func (b *Broker) closePartitions() error {
 	var errs []error
 	for _, t := range ts {
 		for _, p := range t.parts {
-			if p.acc.Err() != nil {
+			if p.Err() != nil {
 				// Failed and not healed: its log may hold less than it
 				// acknowledged, which the WAL still has.
 				b.walKeep = true
 			}
-			if err := p.closeSnapshot(b); err != nil {
+			if err := p.CloseClean(); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -302,8 +302,8 @@ func (b *Broker) publishConfig(t *topic, conf topicConfig) {
 	}
 	b.mu.Unlock()
 	for _, p := range t.parts {
-		if err := p.log.SetConfig(conf.storage()); err != nil {
-			b.cfg.logger.Warn("partition config not applied", "topic", t.name, "partition", p.index, "err", err)
+		if err := p.Log().SetConfig(conf.storage()); err != nil {
+			b.cfg.logger.Warn("partition config not applied", "topic", t.name, "partition", p.Index(), "err", err)
 		}
 	}
 	if conf.compact && b.cleaner != nil {

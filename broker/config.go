@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
@@ -95,7 +96,7 @@ func defaultCfg() cfg {
 		fs:                vfs.OS(),
 		partitionMetrics:  true,
 		authFailBase:      authFailBase,
-		snapshotInterval:  snapshotInterval,
+		snapshotInterval:  partition.DefaultSnapshotInterval,
 	}
 }
 

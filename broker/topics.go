@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/vfs"
 	"github.com/sluicedb/sluice/internal/wal"
@@ -64,52 +64,7 @@ type topic struct {
 	name  string
 	id    [16]byte
 	conf  topicConfig
-	parts []*partition
-}
-
-// partition is one partition: its log and the acceptor that writes it.
-type partition struct {
-	topic string
-	index int32
-	log   *storage.Log
-	acc   *acceptor.Acceptor
-	// pids is the idempotent-producer state; only the acceptor
-	// goroutine touches it (in Request.Check), after New rebuilt it.
-	pids *producerTable
-	// txns tracks the partition's open and aborted transactions (LSO).
-	txns *txnIndex
-	dir  string
-	// fromSnapshot: pids and txns were loaded from a snapshot (see
-	// snapshot.go) and the log scanned only from scannedFrom.
-	fromSnapshot bool
-	scannedFrom  int64
-	snaps        snapState
-	// traffic counts what Produce accepted and Fetch sent, for metrics
-	// and the console.
-	traffic traffic
-}
-
-func (p *partition) close() error { return p.closeSnapshot(nil) }
-
-// closeSnapshot stops the partition; with b set and a clean stop, it
-// writes the producer-state snapshot before closing the log.
-func (p *partition) closeSnapshot(b *Broker) error {
-	var errs []error
-	err := p.acc.Close()
-	if err != nil {
-		errs = append(errs, fmt.Errorf("broker: close %s/%d acceptor: %w", p.topic, p.index, err))
-	}
-	if b != nil {
-		b.closeSnapshots(p, err == nil)
-	} else {
-		p.snaps.mu.Lock()
-		p.snaps.closed = true
-		p.snaps.mu.Unlock()
-	}
-	if err := p.log.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("broker: close %s/%d log: %w", p.topic, p.index, err))
-	}
-	return errors.Join(errs...)
+	parts []*partition.Partition
 }
 
 func (b *Broker) topicPath(name string) string {
@@ -166,7 +121,7 @@ func (b *Broker) load() error {
 			return err
 		}
 		for _, p := range t.parts {
-			maxPID = max(maxPID, p.pids.maxID())
+			maxPID = max(maxPID, p.MaxProducerID())
 		}
 		b.topics[name] = t
 		b.byID[t.id] = t
@@ -219,7 +174,7 @@ func (b *Broker) openTopic(name string, tm topicMeta, create bool) (*topic, erro
 		p, err := b.openPartition(t, i, create)
 		if err != nil {
 			for _, p := range t.parts {
-				p.close()
+				p.Close()
 			}
 			return nil, err
 		}
@@ -228,81 +183,49 @@ func (b *Broker) openTopic(name string, tm topicMeta, create bool) (*topic, erro
 	return t, nil
 }
 
-// openPartition opens one partition's log, rebuilds its producer state
-// and starts its acceptor.
-func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition, error) {
+// openPartition opens (create: creates) one partition of t: its log,
+// the WAL's entries for it, its producer state, and its acceptor.
+func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Partition, error) {
 	dir := filepath.Join(b.topicPath(t.name), strconv.Itoa(int(i)))
-	if create {
-		if err := b.fs.MkdirAll(dir); err != nil {
-			return nil, fmt.Errorf("broker: create %s: %w", dir, err)
-		}
-	}
 	log := b.cfg.logger.With("topic", t.name, "partition", i)
-	// Retention never removes the records of an open transaction (at or
-	// past the first offset of the oldest one).
-	txns := newTxnIndex()
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
 	if b.wal != nil {
 		scfg.WriteBehind = segmentWriteBehind
 	}
-	scfg.Logger = log
-	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
-	l, err := storage.Open(b.fs, dir, scfg)
-	if err != nil {
-		var ce *storage.CorruptionError
-		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("broker: open partition %s/%d: %w; to cut the log at the last valid batch "+
-				"(a copy is kept), stop the broker and run: sluice repair --data %s --topic %s --partition %d --truncate-after-corruption",
-				t.name, i, err, b.cfg.dataDir, t.name, i)
-		}
-		return nil, fmt.Errorf("broker: open partition %s/%d: %w", t.name, i, err)
-	}
-	if r := l.Recovery(); !create {
-		log.Debug("partition recovered", "report", fmt.Sprintf("%+v", r))
-	}
 	key := wal.Key{Topic: t.id, Partition: i}
-	if err := b.replayWAL(key, l, log); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("broker: open partition %s/%d: %w", t.name, i, err)
-	}
 	var pwal acceptor.WAL
 	if b.wal != nil {
 		pwal = b.wal.For(key)
 	}
-	pids := newProducerTable()
-	from, fromSnapshot := l.StartOffset(), false
-	if !create {
-		from, fromSnapshot = b.loadSnapshot(dir, l.StartOffset(), l.NextOffset(), pids, txns)
-	}
-	if err := rebuildState(l, from, pids, txns); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("broker: rebuild producer state of %s/%d: %w", t.name, i, err)
-	}
-	p := &partition{topic: t.name, index: i, dir: dir, log: l, pids: pids, txns: txns, fromSnapshot: fromSnapshot, scannedFrom: from}
-	p.acc = acceptor.Start(l, acceptor.Config{
-		Policy:         b.cfg.fsync,
-		Metrics:        b.accM,
-		Syncs:          b.syncs,
-		WAL:            pwal,
-		Logger:         log,
-		HealBackoff:    b.cfg.healBackoff,
-		HealBackoffMax: b.cfg.healBackoffMax,
-		// A healed log may have lost appends that had passed the
-		// idempotence check or opened a transaction: rebuild the producer
-		// state and the transaction index from what the log holds, on the
-		// acceptor goroutine (the only writer of both).
-		Recovered: func() error {
-			np, nt := newProducerTable(), newTxnIndex()
-			if err := rebuildState(l, l.StartOffset(), np, nt); err != nil {
-				return fmt.Errorf("rebuild producer state: %w", err)
-			}
-			p.pids.replaceWith(np)
-			p.txns.replaceWith(nt)
-			b.snapshotHealed(p)
-			return nil
+	p, err := partition.Open(partition.Config{
+		FS:      b.fs,
+		Dir:     dir,
+		Topic:   t.name,
+		Index:   i,
+		Create:  create,
+		Storage: scfg,
+		Replay:  func(l *storage.Log) error { return b.replayWAL(key, l, log) },
+		Acceptor: acceptor.Config{
+			Policy:         b.cfg.fsync,
+			Metrics:        b.accM,
+			Syncs:          b.syncs,
+			WAL:            pwal,
+			HealBackoff:    b.cfg.healBackoff,
+			HealBackoffMax: b.cfg.healBackoffMax,
 		},
+		Snapshots: b.snaps,
+		Logger:    log,
 	})
+	if err != nil {
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("broker: %w; to cut the log at the last valid batch "+
+				"(a copy is kept), stop the broker and run: sluice repair --data %s --topic %s --partition %d --truncate-after-corruption",
+				err, b.cfg.dataDir, t.name, i)
+		}
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	return p, nil
 }
 
@@ -319,7 +242,7 @@ func (b *Broker) lookupID(id [16]byte) *topic {
 	return b.byID[id]
 }
 
-func (b *Broker) partition(name string, idx int32) *partition {
+func (b *Broker) partition(name string, idx int32) *partition.Partition {
 	t := b.lookup(name)
 	if t == nil || idx < 0 || int(idx) >= len(t.parts) {
 		return nil
@@ -434,7 +357,7 @@ func (b *Broker) createTopic(name string, partitions int32, configs map[string]s
 		}
 		if err != nil {
 			for _, p := range t.parts {
-				p.close()
+				p.Close()
 			}
 		}
 	}
@@ -515,7 +438,7 @@ func (b *Broker) deleteTopic(name string) error {
 		}
 	}
 	for _, p := range t.parts {
-		if err := p.close(); err != nil {
+		if err := p.Close(); err != nil {
 			log.Debug("delete topic: closing a partition of the deleted topic failed", "err", err)
 		}
 	}
@@ -574,7 +497,7 @@ func (b *Broker) addPartitions(name string, count int32, validateOnly bool) erro
 // load removes any a crash leaves).
 func (b *Broker) dropNewPartitions(nt *topic, have, count int32) {
 	for _, p := range nt.parts[have:] {
-		p.close()
+		p.Close()
 	}
 	for i := have; i < count; i++ {
 		b.fs.RemoveAll(filepath.Join(b.topicPath(nt.name), strconv.Itoa(int(i))))

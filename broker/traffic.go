@@ -1,6 +1,10 @@
 package broker
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/sluicedb/sluice/internal/partition"
+)
 
 // traffic counts records and bytes accepted by Produce (in) and sent by
 // Fetch (out). Records out are the offsets a fetch response covers from
@@ -37,4 +41,11 @@ func (t *Traffic) add(o Traffic) {
 	t.BytesIn += o.BytesIn
 	t.RecordsOut += o.RecordsOut
 	t.BytesOut += o.BytesOut
+}
+
+// trafficOf reads a partition's counters.
+func trafficOf(t *partition.Traffic) Traffic {
+	var o Traffic
+	o.RecordsIn, o.BytesIn, o.RecordsOut, o.BytesOut = t.Load()
+	return o
 }

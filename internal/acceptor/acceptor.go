@@ -341,6 +341,9 @@ func (a *Acceptor) setHW(off int64) {
 		a.hwCh = nil
 	}
 	a.mu.Unlock()
+	if a.cfg.HWAdvanced != nil {
+		a.cfg.HWAdvanced()
+	}
 }
 
 // HealthChanged returns a channel closed when the partition next fails

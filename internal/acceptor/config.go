@@ -85,6 +85,12 @@ type Config struct {
 	// table). An error keeps the partition failed; recovery is retried.
 	Recovered func() error
 
+	// HWAdvanced, if set, is called after each advance of the high
+	// watermark, by whoever advanced it (the acceptor goroutine or an
+	// inline append); it must not block (the partition's fetch waiters
+	// are signalled).
+	HWAdvanced func()
+
 	// NewTicker makes the flush and retention tickers: it returns a
 	// channel that ticks every d and a function that stops it. nil uses
 	// time.NewTicker. Tests pass channels they tick by hand.
