@@ -55,7 +55,7 @@ func handleCreateACLs(r *request) (kmsg.Response, error) {
 			err = errCode(kerr.UnknownServerError, "storing the ACL failed: %v", serr)
 		}
 		if err != nil {
-			res.ErrorCode, res.ErrorMessage = codeOf(err), strPtr(err.Error())
+			res.ErrorCode, res.ErrorMessage = codeOf(err), strPtr(errMessage(err))
 		}
 		resp.Results = append(resp.Results, res)
 	}
@@ -75,7 +75,7 @@ func handleDescribeACLs(r *request) (kmsg.Response, error) {
 		f.PatternType = kmsg.ACLResourcePatternTypeLiteral
 	}
 	if err := f.Validate(); err != nil {
-		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, strPtr(err.Error())
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, strPtr(errMessage(err))
 		return resp, nil
 	}
 	type key struct {

@@ -58,7 +58,7 @@ func handleAlterConfigs(r *request) (kmsg.Response, error) {
 		}
 		if err != nil {
 			sr.ErrorCode = codeOf(err)
-			msg := err.Error()
+			msg := errMessage(err)
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)

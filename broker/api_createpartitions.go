@@ -40,7 +40,7 @@ func handleCreatePartitions(r *request) (kmsg.Response, error) {
 		}
 		if err != nil {
 			st.ErrorCode = codeOf(err)
-			msg := err.Error()
+			msg := errMessage(err)
 			st.ErrorMessage = &msg
 		}
 		resp.Topics = append(resp.Topics, st)

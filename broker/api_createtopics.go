@@ -63,7 +63,7 @@ func handleCreateTopics(r *request) (kmsg.Response, error) {
 				st.ConfigErrorCode = st.ErrorCode
 			}
 			if req.Version >= 1 {
-				msg := err.Error()
+				msg := errMessage(err)
 				st.ErrorMessage = &msg
 			}
 			resp.Topics = append(resp.Topics, st)

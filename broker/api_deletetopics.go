@@ -64,7 +64,7 @@ func handleDeleteTopics(r *request) (kmsg.Response, error) {
 		if err != nil {
 			st.ErrorCode = codeOf(err)
 			if req.Version >= 5 {
-				msg := err.Error()
+				msg := errMessage(err)
 				st.ErrorMessage = &msg
 			}
 		}

@@ -1,6 +1,6 @@
 package broker
 
-// Fetch v4-13.
+// Fetch v4-18.
 //
 // Behaviour:
 //   - Reads never go past a partition's high watermark (its durable
@@ -30,7 +30,15 @@ package broker
 //     client drops their records; read_uncommitted reads up to the high
 //     watermark. Control batches are returned as stored (clients skip
 //     them).
-//   - v13 names topics by id; an unknown id gets UNKNOWN_TOPIC_ID.
+//   - v13+ name topics by id; an unknown id gets UNKNOWN_TOPIC_ID.
+//   - v14 (KIP-405): nothing is tiered, so OFFSET_MOVED_TO_TIERED_STORAGE
+//     never occurs. v15 names a replica in ReplicaState (KIP-903); v17's
+//     ReplicaDirectoryId and v18's replica HighWatermark (KIP-1166) are
+//     accepted and ignored, as Sluice has no followers.
+//   - v16+ (KIP-951): the CurrentLeader and NodeEndpoints fields are sent
+//     only with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, which this
+//     broker, the leader of every partition, never answers; they stay
+//     empty.
 //   - Needs READ on each topic (else TOPIC_AUTHORIZATION_FAILED on its
 //     partitions); a fetch from a replica id needs CLUSTER_ACTION.
 //   - Over TLS, record bytes are copied through a buffer (sendfile
@@ -52,7 +60,7 @@ import (
 	"github.com/sluicedb/sluice/internal/storage"
 )
 
-func init() { register(kmsg.Fetch.Int16(), 4, 13, handleFetch) }
+func init() { register(kmsg.Fetch.Int16(), 4, 18, handleFetch) }
 
 // fetchPart is one requested partition.
 type fetchPart struct {

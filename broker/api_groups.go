@@ -3,9 +3,9 @@ package broker
 // The consumer-group APIs, served by the group coordinator
 // (internal/groups), which this broker is for every group:
 //
-//	FindCoordinator v0-4   JoinGroup v0-9       SyncGroup v0-5
+//	FindCoordinator v0-6   JoinGroup v0-9       SyncGroup v0-5
 //	Heartbeat v0-4         LeaveGroup v0-5      OffsetCommit v0-8
-//	OffsetFetch v0-8       DescribeGroups v0-5  ListGroups v0-5
+//	OffsetFetch v0-8       DescribeGroups v0-6  ListGroups v0-5
 //	DeleteGroups v0-2      OffsetDelete v0
 //
 // Behaviour:
@@ -15,7 +15,13 @@ package broker
 //   - OffsetCommit replies once the commit is fsynced in the coordinator's
 //     internal log; commits to partitions that do not exist get
 //     UNKNOWN_TOPIC_OR_PARTITION.
-//   - FindCoordinator for transactions gets COORDINATOR_NOT_AVAILABLE.
+//   - FindCoordinator for transactions gets COORDINATOR_NOT_AVAILABLE
+//     when the broker runs without a transaction coordinator. v5 changes
+//     nothing here; v6's share coordinator type (KIP-932) gets
+//     INVALID_REQUEST, as share groups are not served.
+//   - DescribeGroups v6 (KIP-1043): a group that does not exist gets
+//     GROUP_ID_NOT_FOUND with a message, where older versions answer it
+//     in state Dead without error.
 //   - ListGroups v4+ filters by state (case-insensitive), v5+ by type
 //     (only "classic" groups exist).
 //   - Authorization (Kafka's table): JoinGroup, SyncGroup, Heartbeat,
@@ -45,7 +51,7 @@ import (
 )
 
 func init() {
-	register(kmsg.FindCoordinator.Int16(), 0, 4, handleFindCoordinator)
+	register(kmsg.FindCoordinator.Int16(), 0, 6, handleFindCoordinator)
 	register(kmsg.JoinGroup.Int16(), 0, 9, func(r *request) (kmsg.Response, error) {
 		req := r.kreq.(*kmsg.JoinGroupRequest)
 		if !r.allowed(opRead, resGroup, req.Group) {
@@ -85,7 +91,7 @@ func init() {
 	})
 	register(kmsg.OffsetCommit.Int16(), 0, 8, handleOffsetCommit)
 	register(kmsg.OffsetFetch.Int16(), 0, 8, handleOffsetFetch)
-	register(kmsg.DescribeGroups.Int16(), 0, 5, func(r *request) (kmsg.Response, error) {
+	register(kmsg.DescribeGroups.Int16(), 0, 6, func(r *request) (kmsg.Response, error) {
 		req := r.kreq.(*kmsg.DescribeGroupsRequest)
 		resp := r.b.groups.DescribeGroups(r.ctx, req)
 		for i := range resp.Groups {
@@ -94,6 +100,11 @@ func init() {
 				*g = kmsg.NewDescribeGroupsResponseGroup()
 				g.Group = req.Groups[i]
 				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				if req.Version >= 6 {
+					g.ErrorMessage = strPtr("not authorized to describe group " + g.Group)
+				}
+			} else if req.Version >= 6 && g.ErrorCode == 0 && g.State == "Dead" {
+				describeGroupNotFound(g)
 			} else if req.Version >= 3 && req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
 				g.AuthorizedOperations = r.authorizedOps(resGroup, g.Group)
 			}

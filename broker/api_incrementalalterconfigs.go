@@ -44,7 +44,7 @@ func handleIncrementalAlterConfigs(r *request) (kmsg.Response, error) {
 		err := r.alterResource(rr.ResourceType, rr.ResourceName, seen, edit, req.ValidateOnly)
 		if err != nil {
 			sr.ErrorCode = codeOf(err)
-			msg := err.Error()
+			msg := errMessage(err)
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)

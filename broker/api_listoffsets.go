@@ -1,10 +1,13 @@
 package broker
 
-// ListOffsets v0-8.
+// ListOffsets v0-10.
 //
 // Behaviour:
-//   - Timestamp -2 (earliest) and -4 (earliest local, v8): the log start
-//     offset. -1 (latest): the high watermark, or with IsolationLevel 1
+//   - Timestamp -2 (earliest) and -4 (earliest local, v8+; nothing is
+//     tiered, so it is the log start offset too): the log start offset.
+//     -5 (latest tiered, v9+, KIP-1005): offset -1, as Kafka answers for
+//     a topic without remote storage. v10's TimeoutMillis bounds remote
+//     reads, of which there are none. -1 (latest): the high watermark, or with IsolationLevel 1
 //     (read_committed) the last stable offset. -3 (max timestamp, v7+):
 //     the offset and timestamp of the record with the largest timestamp
 //     below the high watermark (the last stable offset for
@@ -34,7 +37,7 @@ import (
 	"github.com/sluicedb/sluice/internal/storage"
 )
 
-func init() { register(kmsg.ListOffsets.Int16(), 0, 8, handleListOffsets) }
+func init() { register(kmsg.ListOffsets.Int16(), 0, 10, handleListOffsets) }
 
 func handleListOffsets(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ListOffsetsRequest)
@@ -79,6 +82,8 @@ func listOffset(p *partition.Partition, ts int64, committed bool) (offset, times
 		return p.Log().StartOffset(), -1, nil
 	case -1:
 		return hw, -1, nil
+	case -5:
+		return -1, -1, nil
 	case -3:
 		maxTs, off := p.Log().MaxTimestamp()
 		if off < 0 || off >= hw {

@@ -1,6 +1,6 @@
 package broker
 
-// Metadata v0-12.
+// Metadata v0-13.
 //
 // Behaviour:
 //   - One broker (node 0, the advertised address), the controller and the
@@ -30,6 +30,8 @@ package broker
 //     operations the principal may perform, and (v8-v10) the response
 //     that of the cluster operations; otherwise -2147483648. With
 //     authorization off every operation is allowed.
+//   - v13's top-level ErrorCode (KIP-1102, REBOOTSTRAP_REQUIRED) is
+//     always 0: the one broker never leaves its own cluster.
 
 import (
 	"crypto/sha256"
@@ -39,7 +41,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func init() { register(kmsg.Metadata.Int16(), 0, 12, handleMetadata) }
+func init() { register(kmsg.Metadata.Int16(), 0, 13, handleMetadata) }
 
 func handleMetadata(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.MetadataRequest)

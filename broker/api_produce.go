@@ -1,6 +1,6 @@
 package broker
 
-// Produce v3-12.
+// Produce v3-13.
 //
 // Behaviour:
 //   - acks 0, 1 and -1. acks=-1 is answered only after the partition's
@@ -41,7 +41,8 @@ package broker
 //     transaction), so the client skips AddPartitionsToTxn; the add's
 //     coordinator record is fsynced at the same time as the batch and
 //     the reply waits for both (see txn.Coordinator.CheckProduceAt).
-//   - v13's topic ids are not served (v12 is the maximum).
+//   - v13 names topics by id (KIP-516); an unknown id gets UNKNOWN_TOPIC_ID
+//     on each of its partitions.
 
 import (
 	"context"
@@ -56,7 +57,7 @@ import (
 	"github.com/sluicedb/sluice/internal/partition"
 )
 
-func init() { register(kmsg.Produce.Int16(), 3, 12, handleProduce) }
+func init() { register(kmsg.Produce.Int16(), 3, 13, handleProduce) }
 
 func handleProduce(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.ProduceRequest)
@@ -90,10 +91,11 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	}
 	items := make([]item, 0, n)
 	for _, rt := range req.Topics {
-		st := kmsg.ProduceResponseTopic{Topic: rt.Topic}
+		st := kmsg.ProduceResponseTopic{Topic: rt.Topic, TopicID: rt.TopicID}
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		t := b.lookup(rt.Topic)
-		denied := !r.allowed(opWrite, resTopic, rt.Topic)
+		name, t, missing := b.topicRef(req.Version >= 13, rt.Topic, rt.TopicID)
+		rt.Topic = name
+		denied := (t != nil || req.Version < 13) && !r.allowed(opWrite, resTopic, rt.Topic)
 		if req.TransactionID != nil && !r.allowed(opWrite, resTxnID, *req.TransactionID) {
 			denied = true
 		}
@@ -111,7 +113,7 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			case t == nil && isInternalTopic(rt.Topic):
 				err = errCode(kerr.InvalidTopicException, "%s is internal: clients may not produce to it", rt.Topic)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
-				err = errCode(kerr.UnknownTopicOrPartition, "%s/%d does not exist", rt.Topic, rp.Partition)
+				err = errCode(missing, "%s/%d does not exist", rt.Topic, rp.Partition)
 			}
 			if err != nil {
 				setProduceError(sp, req.Version, err)
@@ -249,7 +251,7 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 	sp.ErrorCode = codeOf(err)
 	sp.BaseOffset = -1
 	if version >= 8 {
-		msg := err.Error()
+		msg := errMessage(err)
 		sp.ErrorMessage = &msg
 	}
 }

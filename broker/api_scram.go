@@ -155,7 +155,7 @@ func handleAlterUserSCRAM(r *request) (kmsg.Response, error) {
 		res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		res.User = u
 		if err := errs[u]; err != nil {
-			res.ErrorCode, res.ErrorMessage = codeOf(err), strPtr(err.Error())
+			res.ErrorCode, res.ErrorMessage = codeOf(err), strPtr(errMessage(err))
 		}
 		resp.Results = append(resp.Results, res)
 	}

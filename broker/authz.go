@@ -99,6 +99,14 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.DeleteACLs.Int16():                   {{opAlter, resCluster, ""}},
 	kmsg.DescribeUserSCRAMCredentials.Int16(): {{opDescribe, resCluster, ""}},
 	kmsg.AlterUserSCRAMCredentials.Int16():    {{opAlter, resCluster, ""}},
+
+	kmsg.AlterReplicaLogDirs.Int16():     {{opAlter, resCluster, ""}},
+	kmsg.DescribeQuorum.Int16():          {{opDescribe, resCluster, ""}},
+	kmsg.AddRaftVoter.Int16():            {{opAlter, resCluster, ""}},
+	kmsg.RemoveRaftVoter.Int16():         {{opAlter, resCluster, ""}},
+	kmsg.UnregisterBroker.Int16():        {{opAlter, resCluster, ""}},
+	kmsg.UpdateFeatures.Int16():          {{opAlter, resCluster, ""}},
+	kmsg.DescribeTopicPartitions.Int16(): {{opDescribe, resTopic, ""}},
 }
 
 // authorizer decides one check (auth.Authorizer; a recorder in tests).

@@ -577,7 +577,10 @@ func (c *Coordinator) complete(e *entry, p *Txn) error {
 	if commit {
 		d.State = CompleteCommit
 	}
-	d.Partitions, d.Since, d.Offsets, d.StartMs, d.Bumped = nil, nil, nil, -1, false
+	// StartMs stays: a completed transaction keeps its start time, as
+	// Kafka's coordinator keeps txnStartTimestamp, for DescribeTransactions
+	// and ListTransactions' duration filter.
+	d.Partitions, d.Since, d.Offsets, d.Bumped = nil, nil, nil, false
 	// The Complete state need not be in the log before EndTxn answers:
 	// the decision, markers and offsets are durable, and if a crash loses
 	// it recovery finds the Prepare state (or, for a commit whose markers

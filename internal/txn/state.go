@@ -100,7 +100,7 @@ type Txn struct {
 	// TxnOffsetCommit its offsets), applied to the group when the
 	// transaction commits.
 	Offsets  map[string][]Offset `json:"offsets,omitempty"`
-	StartMs  int64               `json:"start_ms"` // when the ongoing transaction began (-1 when none)
+	StartMs  int64               `json:"start_ms"` // when the ongoing or last completed transaction began (-1 when none since InitProducerId)
 	UpdateMs int64               `json:"update_ms"`
 }
 
