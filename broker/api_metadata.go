@@ -162,6 +162,16 @@ func isInternalTopic(name string) bool {
 	return false
 }
 
+// internalTopicID is the fixed topic id of an internal topic, derived
+// from its name.
+func internalTopicID(name string) [16]byte {
+	var id [16]byte
+	sum := sha256.Sum256([]byte("sluice internal topic " + name))
+	copy(id[:], sum[:16])
+	id[0] |= 0x80 // never the all-zero id
+	return id
+}
+
 // internalMetadataTopic describes an internal topic: one partition led by
 // this broker, a fixed topic id derived from the name.
 func internalMetadataTopic(name string) kmsg.MetadataResponseTopic {
@@ -169,9 +179,7 @@ func internalMetadataTopic(name string) kmsg.MetadataResponseTopic {
 	n := name
 	mt.Topic = &n
 	mt.IsInternal = true
-	sum := sha256.Sum256([]byte("sluice internal topic " + name))
-	copy(mt.TopicID[:], sum[:16])
-	mt.TopicID[0] |= 0x80 // never the all-zero id
+	mt.TopicID = internalTopicID(name)
 	mp := kmsg.NewMetadataResponseTopicPartition()
 	mp.LeaderEpoch = 0
 	mp.Leader, mp.Replicas, mp.ISR = nodeID, []int32{nodeID}, []int32{nodeID}

@@ -77,7 +77,7 @@ func handleSaslHandshake(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		r.closeAfter = fmt.Errorf("%w: unsupported SASL mechanism %q", errAuthFailed, req.Mechanism)
 	default:
-		s, err := c.b.creds.NewSession(req.Mechanism)
+		s, err := c.b.creds.NewSessionWithTokens(req.Mechanism, c.b.tokens)
 		if err != nil {
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 			r.closeAfter = fmt.Errorf("%w: %w", errAuthFailed, err)
@@ -121,6 +121,9 @@ func handleSaslAuthenticate(r *request) (kmsg.Response, error) {
 func (c *conn) authenticated() {
 	c.authed, c.saslRaw = true, false
 	c.principal = "User:" + c.sasl.User()
+	if ts, ok := c.sasl.(interface{ TokenAuthenticated() bool }); ok {
+		c.tokenAuthed = ts.TokenAuthenticated()
+	}
 	c.sasl = nil
 	c.b.cfg.logger.Debug("authenticated", "remote", c.nc.RemoteAddr().String(), "principal", c.principal)
 }

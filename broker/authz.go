@@ -107,6 +107,11 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.UnregisterBroker.Int16():        {{opAlter, resCluster, ""}},
 	kmsg.UpdateFeatures.Int16():          {{opAlter, resCluster, ""}},
 	kmsg.DescribeTopicPartitions.Int16(): {{opDescribe, resTopic, ""}},
+
+	kmsg.CreateDelegationToken.Int16():   {{opCreateTokens, resUser, "for an owner other than the requester"}},
+	kmsg.RenewDelegationToken.Int16():    nil, // owner or renewer, not an ACL
+	kmsg.ExpireDelegationToken.Int16():   nil, // owner or renewer, not an ACL
+	kmsg.DescribeDelegationToken.Int16(): {{opDescribe, resDelegationToken, "tokens the principal neither owns nor renews"}, {opDescribeTokens, resUser, "tokens the principal neither owns nor renews"}},
 }
 
 // authorizer decides one check (auth.Authorizer; a recorder in tests).

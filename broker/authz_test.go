@@ -72,6 +72,10 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.UnregisterBroker:             {{opAlter, resCluster, ""}},
 	kmsg.AddRaftVoter:                 {{opAlter, resCluster, ""}},
 	kmsg.RemoveRaftVoter:              {{opAlter, resCluster, ""}},
+	kmsg.CreateDelegationToken:        {{opCreateTokens, resUser, ""}},
+	kmsg.RenewDelegationToken:         nil,
+	kmsg.ExpireDelegationToken:        nil,
+	kmsg.DescribeDelegationToken:      {{opDescribe, resDelegationToken, ""}, {opDescribeTokens, resUser, ""}},
 }
 
 // alwaysAuthorizedOps are the APIs whose responses carry KIP-430's
@@ -296,6 +300,11 @@ func authzSamples() map[int16]struct {
 	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
 	dtp.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}
 	add(dtp, 0, true)
+	// On a PLAINTEXT listener the token APIs are refused before any
+	// ACL (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED); api_delegationtoken's
+	// tests check their ACLs over SASL.
+	add(kmsg.NewPtrCreateDelegationTokenRequest(), 3, false)
+	add(kmsg.NewPtrDescribeDelegationTokenRequest(), 3, false)
 	dgs := kmsg.NewPtrDeleteGroupsRequest()
 	dgs.Groups = []string{"g"}
 	add(dgs, 1, true)

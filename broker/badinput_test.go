@@ -104,10 +104,10 @@ func TestApiVersionsTooNew(t *testing.T) {
 	}
 	want := map[int16][2]int16{
 		kmsg.ApiVersions.Int16():      {0, 4},
-		kmsg.Metadata.Int16():         {0, 12},
-		kmsg.Produce.Int16():          {3, 12},
-		kmsg.Fetch.Int16():            {4, 13},
-		kmsg.ListOffsets.Int16():      {0, 8},
+		kmsg.Metadata.Int16():         {0, 13},
+		kmsg.Produce.Int16():          {3, 13},
+		kmsg.Fetch.Int16():            {4, 18},
+		kmsg.ListOffsets.Int16():      {0, 10},
 		kmsg.CreateTopics.Int16():     {0, 7},
 		kmsg.DeleteTopics.Int16():     {0, 6},
 		kmsg.CreatePartitions.Int16(): {0, 3},

@@ -73,7 +73,10 @@ type conn struct {
 	internal  bool         // from InternalConn: ACLs do not apply
 	authed    bool         // SASL listener: the SASL exchange succeeded
 	sasl      auth.Session // the SASL exchange after SaslHandshake
-	saslRaw   bool         // SaslHandshake v0: the next frames are bare SASL tokens
+	// tokenAuthed: the SASL login used a delegation token (set with
+	// authed, before any request that reads it is read).
+	tokenAuthed bool
+	saslRaw     bool // SaslHandshake v0: the next frames are bare SASL tokens
 }
 
 // maxInFlight bounds the requests read but not yet answered on one

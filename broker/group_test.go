@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -415,6 +417,9 @@ func joinStorm(t testing.TB, addr string, round, groups, members int) time.Durat
 			return false
 		}
 		for _, d := range ds {
+			if errors.Is(d.Err, kerr.GroupIDNotFound) {
+				return false // not created yet (DescribeGroups v6, KIP-1043)
+			}
 			if d.Err != nil {
 				t.Fatalf("group %s: %v", d.Group, d.Err)
 			}

@@ -313,6 +313,9 @@ func (b *Broker) openSecurity() error {
 	if b.acls, err = auth.OpenACLs(dir); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
+	if b.tokens, err = b.openTokens(dir); err != nil {
+		return err
+	}
 	if b.cfg.authorize {
 		b.authz = &auth.Authorizer{ACLs: b.acls, SuperUsers: b.cfg.superUsers, AllowIfNoACL: b.cfg.allowIfNoACL}
 	}

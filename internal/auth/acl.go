@@ -46,13 +46,14 @@ func (a ACL) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidACL}, args...)...)
 	}
 	switch a.ResourceType {
-	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId:
+	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeTransactionalId,
+		kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourceTypeUser:
 	case kmsg.ACLResourceTypeCluster:
 		if a.ResourceName != ClusterName {
 			return bad("the cluster resource is named %q, not %q", ClusterName, a.ResourceName)
 		}
 	default:
-		return bad("resource type %s is not one of topic, group, cluster, transactional_id", a.ResourceType)
+		return bad("resource type %s is not one of topic, group, cluster, transactional_id, delegation_token, user", a.ResourceType)
 	}
 	if a.ResourceName == "" {
 		return bad("empty resource name")

@@ -12,7 +12,8 @@ import (
 // scramSession is the server side of RFC 5802 (client-first,
 // server-first, client-final, server-final) for SCRAM-SHA-256/512, as
 // Kafka's ScramSaslServer runs it: no channel binding, the extension
-// tokenauth refused (Sluice has no delegation tokens), and the client's
+// tokenauth=true logging in with a delegation token (tokens.go; refused
+// when the session has no token store), and the client's
 // final nonce accepted when it ends with the nonce the server sent
 // (librdkafka repeats its own nonce in front of it).
 type scramSession struct {
@@ -27,7 +28,14 @@ type scramSession struct {
 	firstBare string // client-first-message-bare
 	first     string // server-first-message
 	nonce     string // the full nonce the server sent
+
+	tokens *Tokens // delegation tokens a tokenauth login checks; nil: refused
+	token  bool    // the login is with a delegation token
 }
+
+// TokenAuthenticated reports whether the session logged in with a
+// delegation token (its User is then the token's owner).
+func (s *scramSession) TokenAuthenticated() bool { return s.token }
 
 func (s *scramSession) User() string { return s.user }
 
@@ -75,7 +83,14 @@ func (s *scramSession) clientFirst(m string) ([]byte, error) {
 	}
 	for _, ext := range attrs[2:] {
 		if strings.HasPrefix(ext, "tokenauth=") {
-			return bad("delegation tokens are not supported")
+			if ext != "tokenauth=true" {
+				return bad("malformed tokenauth extension")
+			}
+			if s.tokens == nil {
+				return bad("delegation tokens are not enabled")
+			}
+			s.token = true
+			continue
 		}
 		if strings.HasPrefix(ext, "m=") {
 			return bad("mandatory SCRAM extension not supported")
@@ -84,7 +99,15 @@ func (s *scramSession) clientFirst(m string) ([]byte, error) {
 	if authz != "" && authz != user {
 		return bad("authorization id differs from the user")
 	}
-	cred, ok := s.c.lookup(user, s.mech)
+	var cred Credential
+	var ok bool
+	if s.token {
+		var owner string
+		cred, owner, ok = s.tokens.credential(user, s.mech)
+		user = strings.TrimPrefix(owner, "User:")
+	} else {
+		cred, ok = s.c.lookup(user, s.mech)
+	}
 	if !ok {
 		return nil, ErrAuthFailed
 	}
