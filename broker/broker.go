@@ -82,9 +82,9 @@ type Broker struct {
 	// tokens is the delegation-token store (api_delegationtoken.go),
 	// opened with creds.
 	tokens *auth.Tokens
-	acls  *auth.ACLs
-	authz authorizer // nil when authorization is off
-	fails authFailures
+	acls   *auth.ACLs
+	authz  authorizer // nil when authorization is off
+	fails  authFailures
 
 	groups *groups.Coordinator // opened by Start; nil before
 	// txnc is the transaction coordinator, opened by Start after groups
