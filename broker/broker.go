@@ -79,9 +79,6 @@ type Broker struct {
 
 	tls   *tlsState
 	creds *auth.Credentials
-	// tokens is the delegation-token store (api_delegationtoken.go),
-	// opened with creds.
-	tokens *auth.Tokens
 	acls   *auth.ACLs
 	authz  authorizer // nil when authorization is off
 	fails  authFailures
