@@ -79,9 +79,13 @@ type Broker struct {
 
 	tls   *tlsState
 	creds *auth.Credentials
-	acls   *auth.ACLs
-	authz  authorizer // nil when authorization is off
-	fails  authFailures
+	acls  *auth.ACLs
+	authz authorizer // nil when authorization is off
+	fails authFailures
+
+	// tokens is the delegation-token store (api_delegationtoken.go),
+	// opened with creds.
+	tokens *auth.Tokens
 
 	groups *groups.Coordinator // opened by Start; nil before
 	// txnc is the transaction coordinator, opened by Start after groups
