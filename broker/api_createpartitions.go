@@ -5,8 +5,10 @@ package broker
 // Behaviour:
 //   - Grows a topic to Count partitions; the new partitions' directories
 //     are created before the topic's metadata (fsynced) names them.
-//   - Fewer or equally many partitions get INVALID_PARTITIONS; manual
-//     assignments get INVALID_REQUEST; an unknown topic
+//   - Fewer or equally many partitions get INVALID_PARTITIONS; a manual
+//     assignment must give each new partition the replica list [0] (this
+//     broker), else INVALID_REPLICA_ASSIGNMENT naming the node or the
+//     mismatch (replicaassign.go); an unknown topic
 //     UNKNOWN_TOPIC_OR_PARTITION; a topic named twice INVALID_REQUEST.
 //   - ValidateOnly checks without changing anything.
 
@@ -33,8 +35,10 @@ func handleCreatePartitions(r *request) (kmsg.Response, error) {
 			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to alter topic %q", rt.Topic)
 		case seen[rt.Topic] > 1:
 			err = errCode(kerr.InvalidRequest, "topic %q appears more than once in the request", rt.Topic)
-		case len(rt.Assignment) > 0:
-			err = errCode(kerr.InvalidRequest, "manual replica assignment is not supported")
+		case len(rt.Assignment) > 0 && r.b.lookup(rt.Topic) != nil:
+			if err = partitionsAssignment(int32(len(r.b.lookup(rt.Topic).parts)), rt.Count, rt.Assignment); err == nil {
+				err = r.b.addPartitions(rt.Topic, rt.Count, req.ValidateOnly)
+			}
 		default:
 			err = r.b.addPartitions(rt.Topic, rt.Count, req.ValidateOnly)
 		}

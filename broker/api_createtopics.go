@@ -4,8 +4,10 @@ package broker
 //
 // Behaviour:
 //   - NumPartitions -1 takes DefaultPartitions. ReplicationFactor must be
-//     -1 or 1 (one broker), else INVALID_REPLICATION_FACTOR; manual
-//     replica assignments get INVALID_REQUEST.
+//     -1 or 1 (one broker), else INVALID_REPLICATION_FACTOR. A manual
+//     replica assignment naming only this broker (node 0) sets the
+//     partition count; checked as Kafka does (replicaassign.go): another
+//     node id gets INVALID_REPLICA_ASSIGNMENT naming it.
 //   - Configs are checked (topicconfig.go): retention.ms,
 //     retention.bytes, segment.bytes, segment.ms, max.message.bytes and
 //     cleanup.policy=delete apply; cleanup.policy=compact gets
@@ -42,10 +44,10 @@ func handleCreateTopics(r *request) (kmsg.Response, error) {
 			err = errCode(kerr.TopicAuthorizationFailed, "not authorized to create topic %q (CREATE on the cluster or the topic)", rt.Topic)
 		case seen[rt.Topic] > 1:
 			err = errCode(kerr.InvalidRequest, "topic %q appears more than once in the request", rt.Topic)
+		case len(rt.ReplicaAssignment) > 0:
+			rt.NumPartitions, err = topicAssignment(rt)
 		case rt.ReplicationFactor != -1 && rt.ReplicationFactor != 1:
 			err = errCode(kerr.InvalidReplicationFactor, "replication factor %d: Sluice is one broker, use 1 or -1", rt.ReplicationFactor)
-		case len(rt.ReplicaAssignment) > 0:
-			err = errCode(kerr.InvalidRequest, "manual replica assignment is not supported")
 		}
 		configs := map[string]string{}
 		for _, c := range rt.Configs {
