@@ -69,9 +69,11 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 				msg := "broker " + rr.ResourceName + " does not exist; this broker's id is 0"
 				sr.ErrorMessage = &msg
 			}
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			r.describeLoggers(&d, &sr)
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "only topic and broker configs can be described"
+			msg := "only topic, broker and broker logger configs can be described"
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)

@@ -12,6 +12,8 @@ package broker
 //   - Resources, validation, persistence and effect as in AlterConfigs:
 //     topics (2) and broker "0" or "" (4); the whole resource fails when
 //     any operation does. ValidateOnly checks without changing anything.
+//   - Broker loggers (8): each logger's level, at run time (see
+//     loglevels.go).
 //   - Authorization: as AlterConfigs: ALTER_CONFIGS on each topic, or on
 //     the cluster for broker resources.
 
@@ -41,7 +43,12 @@ func handleIncrementalAlterConfigs(r *request) (kmsg.Response, error) {
 		edit := func(cur map[string]string, effective func(string) string) (map[string]string, error) {
 			return applyIncremental(cur, effective, ops)
 		}
-		err := r.alterResource(rr.ResourceType, rr.ResourceName, seen, edit, req.ValidateOnly)
+		var err error
+		if rr.ResourceType == kmsg.ConfigResourceTypeBrokerLogger && seen[resourceKey{rr.ResourceType, rr.ResourceName}] == 1 {
+			err = r.alterLoggers(rr.ResourceName, ops, req.ValidateOnly)
+		} else {
+			err = r.alterResource(rr.ResourceType, rr.ResourceName, seen, edit, req.ValidateOnly)
+		}
 		if err != nil {
 			sr.ErrorCode = codeOf(err)
 			msg := errMessage(err)

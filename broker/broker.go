@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -86,6 +87,9 @@ type Broker struct {
 	// tokens is the delegation-token store (api_delegationtoken.go),
 	// opened with creds.
 	tokens *auth.Tokens
+	// loggers holds the BROKER_LOGGER levels (loglevels.go); set by New,
+	// its levels change atomically.
+	loggers *logLevels
 
 	groups *groups.Coordinator // opened by Start; nil before
 	// txnc is the transaction coordinator, opened by Start after groups
@@ -170,12 +174,15 @@ func New(opts ...Opt) (*Broker, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	loggers, lh := newLogLevels(c.logger.Handler())
+	c.logger = slog.New(lh)
 	lock, err := storage.LockDir(c.fs, c.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{
 		cfg:         c,
+		loggers:     loggers,
 		fs:          c.fs,
 		topics:      map[string]*topic{},
 		byID:        map[[16]byte]*topic{},
@@ -258,7 +265,7 @@ func (b *Broker) start() error {
 		NodeID:          nodeID,
 		Host:            first.host,
 		Port:            first.port,
-		Logger:          b.cfg.logger,
+		Logger:          b.componentLogger("groups"),
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
 		SyncPolicy:      b.cfg.fsync,

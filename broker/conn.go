@@ -200,7 +200,7 @@ func (c *conn) serve() {
 	// MaxConnections.
 	defer c.nc.Close()
 	defer c.b.dropConn(c)
-	log := c.b.cfg.logger.With("remote", c.nc.RemoteAddr().String())
+	log := c.b.componentLogger("conn").With("remote", c.nc.RemoteAddr().String())
 	c.log = log
 	go c.writeLoop(log)
 	defer func() {

@@ -187,7 +187,7 @@ func (b *Broker) openTopic(name string, tm topicMeta, create bool) (*topic, erro
 // the WAL's entries for it, its producer state, and its acceptor.
 func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Partition, error) {
 	dir := filepath.Join(b.topicPath(t.name), strconv.Itoa(int(i)))
-	log := b.cfg.logger.With("topic", t.name, "partition", i)
+	log := b.componentLogger("partition").With("topic", t.name, "partition", i)
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
 	if b.wal != nil {

@@ -23,7 +23,7 @@ func (b *Broker) openTxn(g *groups.Coordinator) (*txn.Coordinator, error) {
 		Dir:           filepath.Join(b.cfg.dataDir, txnDir),
 		SyncPolicy:    b.cfg.fsync,
 		WAL:           b.wal,
-		Logger:        b.cfg.logger,
+		Logger:        b.componentLogger("txn"),
 		MaxTimeout:    b.cfg.txnMaxTimeout,
 		SweepInterval: b.cfg.txnSweep,
 		AllocPID:      b.allocPID,

@@ -36,14 +36,14 @@ func (b *Broker) openWAL() error {
 		if _, err := b.fs.Stat(dir); err != nil {
 			return nil // no WAL to replay, none wanted
 		}
-		rp, err := wal.Read(b.fs, dir, b.cfg.logger)
+		rp, err := wal.Read(b.fs, dir, b.componentLogger("wal"))
 		if err != nil {
 			return fmt.Errorf("broker: read the write-ahead log: %w", err)
 		}
 		b.walReplay, b.walOff = rp, true
 		return nil
 	}
-	w, rp, err := wal.Open(wal.Options{FS: b.fs, Dir: dir, SegmentBytes: b.cfg.walSegmentBytes, Logger: b.cfg.logger})
+	w, rp, err := wal.Open(wal.Options{FS: b.fs, Dir: dir, SegmentBytes: b.cfg.walSegmentBytes, Logger: b.componentLogger("wal")})
 	if err != nil {
 		return fmt.Errorf("broker: open the write-ahead log: %w", err)
 	}
@@ -81,7 +81,7 @@ func (b *Broker) retireWALReplay() error {
 		return nil
 	}
 	for _, l := range []struct{ dir, name string }{{groupsDir, groups.WALName}, {txnDir, txn.WALName}} {
-		a, err := kvlog.ReplayWAL(b.fs, filepath.Join(b.cfg.dataDir, l.dir), l.name, b.walReplay, b.cfg.logger)
+		a, err := kvlog.ReplayWAL(b.fs, filepath.Join(b.cfg.dataDir, l.dir), l.name, b.walReplay, b.componentLogger("wal"))
 		if err != nil {
 			return fmt.Errorf("broker: %w", err)
 		}
