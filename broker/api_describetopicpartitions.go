@@ -5,7 +5,7 @@ package broker
 //
 // Behaviour (as Kafka's handler):
 //   - An empty topic list describes every topic the principal may
-//     DESCRIBE, the internal ones included (IsInternal set); a named
+//     DESCRIBE, __consumer_offsets included (IsInternal set); a named
 //     topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION, one the
 //     principal may not DESCRIBE TOPIC_AUTHORIZATION_FAILED (listed after
 //     the others, never disclosing whether it exists).
@@ -49,11 +49,6 @@ func handleDescribeTopicPartitions(r *request) (kmsg.Response, error) {
 	if all {
 		for _, t := range r.b.sortedTopics() {
 			names = append(names, t.name)
-		}
-		for _, n := range internalTopics {
-			if r.b.lookup(n) == nil {
-				names = append(names, n)
-			}
 		}
 	} else {
 		for _, rt := range req.Topics {
@@ -135,12 +130,7 @@ func handleDescribeTopicPartitions(r *request) (kmsg.Response, error) {
 // not, with its partitions in index order; false when it does not exist.
 func describedTopic(b *Broker, name string) (kmsg.MetadataResponseTopic, bool) {
 	if t := b.lookup(name); t != nil {
-		mt := metadataTopic(t)
-		mt.IsInternal = isInternalTopic(name)
-		return mt, true
-	}
-	if isInternalTopic(name) {
-		return internalMetadataTopic(name), true
+		return metadataTopic(t), true
 	}
 	return kmsg.MetadataResponseTopic{}, false
 }

@@ -14,12 +14,12 @@ package broker
 //     AllowAutoTopicCreation for v4+), with DefaultPartitions partitions;
 //     otherwise it gets UNKNOWN_TOPIC_OR_PARTITION. An invalid name gets
 //     INVALID_TOPIC_EXCEPTION.
-//   - The internal topics clients expect, __consumer_offsets and
-//     __transaction_state, are listed with IsInternal set (one partition
-//     each; regex subscriptions skip them, as with Kafka). They stand for
-//     the group and transaction coordinators' own logs: produce to them is
-//     refused (INVALID_TOPIC_EXCEPTION), they cannot be created or
-//     deleted, and they hold no records a client can fetch.
+//   - __consumer_offsets, a copy of the group coordinator's log in
+//     Kafka's formats (internal_topics.go), is listed with IsInternal set
+//     (regex subscriptions skip it, as with Kafka), to principals that
+//     may DESCRIBE it; produce to it is refused (INVALID_TOPIC_EXCEPTION)
+//     and it cannot be created or deleted. __transaction_state is not
+//     listed; asked for by name it gets UNKNOWN_TOPIC_OR_PARTITION.
 //   - With authorization on, topics the principal may not DESCRIBE are
 //     left out of an all-topics answer and get TOPIC_AUTHORIZATION_FAILED
 //     when named; auto-creation needs CREATE on the cluster or the topic
@@ -34,7 +34,6 @@ package broker
 //     always 0: the one broker never leaves its own cluster.
 
 import (
-	"crypto/sha256"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -76,9 +75,6 @@ func metadataTopics(r *request, req *kmsg.MetadataRequest, resp *kmsg.MetadataRe
 				resp.Topics = append(resp.Topics, metadataTopic(t))
 			}
 		}
-		for _, name := range internalTopics {
-			resp.Topics = append(resp.Topics, internalMetadataTopic(name))
-		}
 		return
 	}
 	mayCreate := req.Version < 4 || req.AllowAutoTopicCreation
@@ -98,14 +94,12 @@ func metadataTopics(r *request, req *kmsg.MetadataRequest, resp *kmsg.MetadataRe
 			continue
 		}
 		name := *rt.Topic
-		if isInternalTopic(name) {
-			resp.Topics = append(resp.Topics, internalMetadataTopic(name))
-			continue
-		}
 		t := b.lookup(name)
 		var err error
 		if !r.allowed(opDescribe, resTopic, name) {
 			t, err = nil, kerr.TopicAuthorizationFailed
+		} else if t == nil && isInternalTopic(name) {
+			err = kerr.UnknownTopicOrPartition // never created by a client
 		} else if t == nil {
 			if mayCreate && !r.allowedCluster(opCreate) && !r.allowed(opCreate, resTopic, name) {
 				err = kerr.TopicAuthorizationFailed
@@ -138,6 +132,7 @@ func metadataTopic(t *topic) kmsg.MetadataResponseTopic {
 	name := t.name
 	mt.Topic = &name
 	mt.TopicID = t.id
+	mt.IsInternal = isInternalTopic(t.name)
 	for _, p := range t.parts {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p.Index()
@@ -150,7 +145,10 @@ func metadataTopic(t *topic) kmsg.MetadataResponseTopic {
 	return mt
 }
 
-// internalTopics are the Kafka internal topics Sluice lists in Metadata.
+// internalTopics are the names of Kafka's internal topics, which clients
+// may not create, delete or produce to. __consumer_offsets exists (a copy
+// of the group coordinator's log, internal_topics.go); __transaction_state
+// does not, and is not listed.
 var internalTopics = []string{"__consumer_offsets", "__transaction_state"}
 
 func isInternalTopic(name string) bool {
@@ -160,29 +158,4 @@ func isInternalTopic(name string) bool {
 		}
 	}
 	return false
-}
-
-// internalTopicID is the fixed topic id of an internal topic, derived
-// from its name.
-func internalTopicID(name string) [16]byte {
-	var id [16]byte
-	sum := sha256.Sum256([]byte("sluice internal topic " + name))
-	copy(id[:], sum[:16])
-	id[0] |= 0x80 // never the all-zero id
-	return id
-}
-
-// internalMetadataTopic describes an internal topic: one partition led by
-// this broker, a fixed topic id derived from the name.
-func internalMetadataTopic(name string) kmsg.MetadataResponseTopic {
-	mt := kmsg.NewMetadataResponseTopic()
-	n := name
-	mt.Topic = &n
-	mt.IsInternal = true
-	mt.TopicID = internalTopicID(name)
-	mp := kmsg.NewMetadataResponseTopicPartition()
-	mp.LeaderEpoch = 0
-	mp.Leader, mp.Replicas, mp.ISR = nodeID, []int32{nodeID}, []int32{nodeID}
-	mt.Partitions = []kmsg.MetadataResponseTopicPartition{mp}
-	return mt
 }

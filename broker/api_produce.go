@@ -110,7 +110,7 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				err = errCode(kerr.TopicAuthorizationFailed, "not authorized to write to topic %q", rt.Topic)
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				err = errCode(kerr.InvalidRequiredAcks, "acks=%d; Sluice accepts 0, 1 and -1", req.Acks)
-			case t == nil && isInternalTopic(rt.Topic):
+			case isInternalTopic(rt.Topic):
 				err = errCode(kerr.InvalidTopicException, "%s is internal: clients may not produce to it", rt.Topic)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
 				err = errCode(missing, "%s/%d does not exist", rt.Topic, rp.Partition)
@@ -283,6 +283,9 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, index int32, bat
 	}
 	if b.closing.Load() {
 		return -1, errCode(kerr.BrokerNotAvailable, "the broker is closed")
+	}
+	if isInternalTopic(topic) {
+		return -1, errCode(kerr.InvalidTopicException, "%s is internal: clients may not produce to it", topic)
 	}
 	t, err := b.autoCreate(topic)
 	if err != nil {

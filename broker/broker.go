@@ -259,7 +259,12 @@ func (b *Broker) start() error {
 		lns = append(lns, l)
 	}
 	first := lns[0].adv
-	g, err := groups.Open(groups.Config{
+	proj, err := b.openOffsetsTopic()
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("broker: open %s: %w", offsetsTopic, err)
+	}
+	g, err := groups.OpenWatched(groups.Config{
 		FS:              b.fs,
 		Dir:             filepath.Join(b.cfg.dataDir, groupsDir),
 		NodeID:          nodeID,
@@ -274,7 +279,7 @@ func (b *Broker) start() error {
 			tc := b.txnc.Load()
 			return tc != nil && tc.PendingOffset(group, topic, partition)
 		},
-	})
+	}, proj.watch)
 	if err != nil {
 		closeAll()
 		var ce *storage.CorruptionError
@@ -311,8 +316,10 @@ func (b *Broker) start() error {
 	b.lns, b.groups = lns, g
 	b.txnc.Store(tc)
 	b.listening = true
-	b.wg.Add(len(lns)) // under mu, so that Close's wg.Wait cannot run before it
+	b.wg.Add(len(lns) + 1) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
+	proj.replayed()
+	go proj.run(b.stopCtx) // the __consumer_offsets copy (internal_topics.go)
 	for _, l := range lns {
 		b.cfg.logger.Info("sluice broker listening", "listener", l.Protocol, "addr", l.addr, "advertised", net.JoinHostPort(l.adv.host, strconv.Itoa(int(l.adv.port))), "data", b.cfg.dataDir)
 		go b.acceptLoop(l)

@@ -159,7 +159,7 @@ func TestLogRequests(t *testing.T) {
 		healthy(t, tb.b.Addr())
 		tb.stop() // the connection's lines are written before Close returns
 		tb.b = nil
-		got := strings.Contains(buf.String(), "msg=request remote=") && strings.Contains(buf.String(), "api=Metadata version=9")
+		got := strings.Contains(buf.String(), "msg=request component=conn remote=") && strings.Contains(buf.String(), "api=Metadata version=9")
 		if got != on {
 			t.Errorf("LogRequests(%v): request line logged %v:\n%s", on, got, buf.String())
 		}

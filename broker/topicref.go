@@ -13,11 +13,6 @@ func (b *Broker) topicRef(byID bool, name string, id [16]byte) (string, *topic, 
 	}
 	t := b.lookupID(id)
 	if t == nil {
-		for _, n := range internalTopics {
-			if internalTopicID(n) == id {
-				return n, nil, kerr.UnknownTopicID
-			}
-		}
 		return "", nil, kerr.UnknownTopicID
 	}
 	return t.name, t, kerr.UnknownTopicID

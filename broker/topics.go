@@ -318,10 +318,17 @@ func codeOf(err error) int16 {
 // createTopic creates and publishes a topic. validateOnly checks without
 // creating.
 func (b *Broker) createTopic(name string, partitions int32, configs map[string]string, validateOnly bool) (*topic, error) {
+	return b.createTopicAs(name, partitions, configs, validateOnly, false)
+}
+
+// createTopicAs is createTopic; internal is set when the broker creates
+// one of its internal topics (internal_topics.go), whose names clients
+// may not create.
+func (b *Broker) createTopicAs(name string, partitions int32, configs map[string]string, validateOnly, internal bool) (*topic, error) {
 	if err := validTopicName(name); err != nil {
 		return nil, errCode(kerr.InvalidTopicException, "%v", err)
 	}
-	if isInternalTopic(name) {
+	if isInternalTopic(name) && !internal {
 		return nil, errCode(kerr.InvalidTopicException, "%s is an internal topic of Sluice's coordinators", name)
 	}
 	if partitions == -1 {
@@ -405,6 +412,9 @@ func (b *Broker) autoCreate(name string) (*topic, error) {
 // matter to data being deleted, and whatever is left in deleted/ is
 // removed at the next start.
 func (b *Broker) deleteTopic(name string) error {
+	if isInternalTopic(name) {
+		return errCode(kerr.InvalidTopicException, "%s is an internal topic of Sluice's coordinators and cannot be deleted", name)
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	b.mu.Lock()
@@ -456,6 +466,9 @@ func (b *Broker) addPartitions(name string, count int32, validateOnly bool) erro
 	t := b.lookup(name)
 	if t == nil {
 		return errCode(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	if isInternalTopic(name) {
+		return errCode(kerr.InvalidTopicException, "%s is an internal topic: its one partition mirrors the group coordinator", name)
 	}
 	have := int32(len(t.parts))
 	switch {
