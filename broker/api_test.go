@@ -301,10 +301,10 @@ func TestTopicAdmin(t *testing.T) {
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 12
 	mr := c.roundTrip(md).(*kmsg.MetadataResponse)
-	if n := len(mr.Topics); n != 3 || !mr.Topics[1].IsInternal || !mr.Topics[2].IsInternal || mr.Topics[0].IsInternal {
-		t.Fatalf("metadata after restart: want cfg and the two internal topics, got %+v", mr.Topics)
+	if n := len(mr.Topics); n != 2 || !mr.Topics[0].IsInternal || *mr.Topics[0].Topic != "__consumer_offsets" || mr.Topics[1].IsInternal {
+		t.Fatalf("metadata after restart: want __consumer_offsets (internal) and cfg, got %+v", mr.Topics)
 	}
-	if len(mr.Topics) != 3 || *mr.Topics[0].Topic != "cfg" || len(mr.Topics[0].Partitions) != 4 || mr.Topics[0].TopicID != id {
+	if *mr.Topics[1].Topic != "cfg" || len(mr.Topics[1].Partitions) != 4 || mr.Topics[1].TopicID != id {
 		t.Fatalf("metadata after restart: %+v", mr.Topics)
 	}
 	// Auto-creation is off: asking for an unknown topic does not create it.

@@ -50,7 +50,7 @@ func (b *Broker) Info() Info {
 	if d := b.disk.Load(); d != nil {
 		in.DiskTotal, in.DiskFree = d.total, d.free
 	}
-	for _, t := range b.sortedTopics() {
+	for _, t := range b.userTopics() {
 		in.Topics++
 		for _, p := range t.parts {
 			in.Partitions++
@@ -106,9 +106,10 @@ func (t *TopicInfo) Config(name string) string {
 	return ""
 }
 
-// Topics describes every topic, sorted by name.
+// Topics describes every topic, sorted by name, the internal
+// __consumer_offsets left out.
 func (b *Broker) Topics() []TopicInfo {
-	ts := b.sortedTopics()
+	ts := b.userTopics()
 	out := make([]TopicInfo, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, describeTopic(t))

@@ -184,3 +184,9 @@ func (b *Broker) openOffsetsTopic() (*offsetsProjection, error) {
 	}
 	return newOffsetsProjection(b), nil
 }
+
+// userTopics is sortedTopics without the internal topics: what the
+// embedding API (Topics, Info) and the console show.
+func (b *Broker) userTopics() []*topic {
+	return slices.DeleteFunc(b.sortedTopics(), func(t *topic) bool { return isInternalTopic(t.name) })
+}
