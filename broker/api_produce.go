@@ -110,6 +110,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				err = errCode(kerr.TopicAuthorizationFailed, "not authorized to write to topic %q", rt.Topic)
 			case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 				err = errCode(kerr.InvalidRequiredAcks, "acks=%d; Sluice accepts 0, 1 and -1", req.Acks)
+			case t != nil && notEnoughReplicas(t, req.Acks) != nil:
+				err = notEnoughReplicas(t, req.Acks)
 			case isInternalTopic(rt.Topic):
 				err = errCode(kerr.InvalidTopicException, "%s is internal: clients may not produce to it", rt.Topic)
 			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):

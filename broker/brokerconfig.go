@@ -273,6 +273,9 @@ func (b *Broker) alterTopicConfigs(name string, edit configEdit, validateOnly bo
 		return err
 	}
 	conf, err := parseTopicConfigWith(m, b.dynamic())
+	if err == nil {
+		err = checkHonoured(m)
+	}
 	if err != nil {
 		return err
 	}

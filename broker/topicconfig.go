@@ -95,10 +95,10 @@ var topicConfigs = map[string]configDef{
 // ignoredConfigs are accepted (clients and tools send them) and stored,
 // but have no effect on a single-node broker.
 var ignoredConfigs = map[string]bool{
-	"min.insync.replicas":            true,
+	"min.insync.replicas":            true, // acks=all fails above 1 (topicconfig_kafka41.go)
 	"unclean.leader.election.enable": true,
 	"message.downconversion.enable":  true,
-	"compression.type":               true, // batches are stored as produced
+	"compression.type":               true, // only "producer" (topicconfig_kafka41.go)
 }
 
 // checkCleanupPolicy accepts delete, compact, or both (a comma list).

@@ -340,6 +340,9 @@ func (b *Broker) createTopicAs(name string, partitions int32, configs map[string
 	if _, err := parseTopicConfigWith(configs, b.dynamic()); err != nil {
 		return nil, err
 	}
+	if err := checkHonoured(configs); err != nil {
+		return nil, err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	if b.closing.Load() {
