@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // offsetsView is what a reader of __consumer_offsets learns: the latest
@@ -176,5 +177,52 @@ func TestConsumerOffsetsTopic(t *testing.T) {
 	}
 	if _, err := tb.b.AppendBatch(ctx, offsetsTopic, 0, nil, 1); !errors.Is(err, kerr.InvalidTopicException) {
 		t.Fatalf("AppendBatch to %s: %v", offsetsTopic, err)
+	}
+}
+
+// TestConsumerOffsetsHidden: with authorization on, a principal without
+// DESCRIBE on __consumer_offsets neither sees it listed nor reads it; a
+// superuser does.
+func TestConsumerOffsetsHidden(t *testing.T) {
+	tb := saslTest(t, true)
+	ctx := t.Context()
+	listed := func(cl *kgo.Client) (bool, int16) {
+		t.Helper()
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := false
+		for _, mt := range resp.Topics {
+			seen = seen || *mt.Topic == offsetsTopic
+		}
+		named := kmsg.NewPtrMetadataRequest()
+		name := offsetsTopic
+		named.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
+		nr, err := named.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seen, nr.Topics[0].ErrorCode
+	}
+	admin := saslClient(t, tb, scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism())
+	if seen, code := listed(admin); !seen || code != 0 {
+		t.Fatalf("the superuser: listed %v, by name %v", seen, kerr.ErrorForCode(code))
+	}
+	alice := saslClient(t, tb, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism())
+	if seen, code := listed(alice); seen || code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice without ACLs: listed %v, by name %v", seen, kerr.ErrorForCode(code))
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: offsetsTopic, Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1}}}}
+	// kgo maps the request to the partition's leader through Metadata,
+	// which already refuses it; either refusal will do.
+	resp, err := lo.RequestWith(ctx, alice)
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) && (err != nil || resp.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code) {
+		t.Fatalf("alice's ListOffsets: %+v, %v", resp, err)
+	}
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	if resp, err := dtp.RequestWith(ctx, alice); err != nil || len(resp.Topics) != 0 {
+		t.Fatalf("alice's DescribeTopicPartitions: %+v, %v", resp, err)
 	}
 }
