@@ -107,6 +107,7 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.UnregisterBroker.Int16():        {{opAlter, resCluster, ""}},
 	kmsg.UpdateFeatures.Int16():          {{opAlter, resCluster, ""}},
 	kmsg.DescribeTopicPartitions.Int16(): {{opDescribe, resTopic, ""}},
+	kmsg.ListConfigResources.Int16():     {{opDescribeConfigs, resCluster, ""}},
 
 	kmsg.CreateDelegationToken.Int16():   {{opCreateTokens, resUser, "for an owner other than the requester"}},
 	kmsg.RenewDelegationToken.Int16():    nil, // owner or renewer, not an ACL

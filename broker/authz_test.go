@@ -70,6 +70,7 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.ConsumerGroupDescribe:        {{opDescribe, resGroup, ""}},
 	kmsg.DescribeTopicPartitions:      {{opDescribe, resTopic, ""}},
 	kmsg.UnregisterBroker:             {{opAlter, resCluster, ""}},
+	kmsg.ListConfigResources:          {{opDescribeConfigs, resCluster, ""}},
 	kmsg.AddRaftVoter:                 {{opAlter, resCluster, ""}},
 	kmsg.RemoveRaftVoter:              {{opAlter, resCluster, ""}},
 	kmsg.CreateDelegationToken:        {{opCreateTokens, resUser, ""}},
@@ -294,6 +295,7 @@ func authzSamples() map[int16]struct {
 	add(kmsg.NewPtrAddRaftVoterRequest(), 0, true)
 	add(kmsg.NewPtrRemoveRaftVoterRequest(), 0, true)
 	add(kmsg.NewPtrUnregisterBrokerRequest(), 0, true)
+	add(kmsg.NewPtrListConfigResourcesRequest(), 1, true)
 	uf := kmsg.NewPtrUpdateFeaturesRequest()
 	uf.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1}}
 	add(uf, 2, true)

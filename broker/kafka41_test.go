@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
@@ -124,5 +125,47 @@ func TestKafka41VersionGuess(t *testing.T) {
 	got := ours.VersionGuess(kversion.SkipKeys(skip...))
 	if got != "v4.1" && !strings.HasPrefix(got, "at least v4.") {
 		t.Fatalf("kversion guesses %q, want v4.1 or later", got)
+	}
+}
+
+// TestListConfigResources: v1 lists the topics, the broker and its
+// loggers; v0 (client metrics only) and the CLIENT_METRICS and GROUP types
+// list nothing, as no such resource exists; an unknown type is refused.
+func TestListConfigResources(t *testing.T) {
+	tb := startTest(t)
+	ctx := t.Context()
+	cl := tb.client()
+	if err := tb.b.CreateTopic(ctx, "listed", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrListConfigResourcesRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("all types: %+v, %v", resp, err)
+	}
+	got := map[string]bool{}
+	for _, r := range resp.ConfigResources {
+		got[kmsg.ConfigResourceType(r.Type).String()+" "+r.Name] = true
+	}
+	for _, w := range []string{"TOPIC listed", "TOPIC __consumer_offsets", "BROKER 0", "BROKER_LOGGER 0"} {
+		if !got[w] {
+			t.Errorf("%q not listed in %v", w, got)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("listed %v, want only the four", got)
+	}
+	req.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeClientMetrics), int8(kmsg.ConfigResourceTypeGroupConfig)}
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.ErrorCode != 0 || len(resp.ConfigResources) != 0 {
+		t.Fatalf("client metrics and groups: %+v, %v", resp, err)
+	}
+	req.ResourceTypes = []int8{1}
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("type 1: %+v, %v", resp, err)
+	}
+	v0 := kmsg.NewPtrListConfigResourcesRequest()
+	v0.Version = 0
+	if resp := dialRaw(t, tb.addr).roundTrip(v0).(*kmsg.ListConfigResourcesResponse); resp.ErrorCode != 0 || len(resp.ConfigResources) != 0 {
+		t.Fatalf("v0: %+v", resp)
 	}
 }
