@@ -57,7 +57,7 @@ func TestBackgroundCompaction(t *testing.T) {
 		}
 		latest[k], offsetOf[k] = v, r.Offset
 	}
-	waitUntil(t, "the cleaner to remove records", func() bool { return tb.b.CleanerStats().RecordsRemoved > 0 })
+	WaitFor(t, "the cleaner to remove records", func() bool { return tb.b.CleanerStats().RecordsRemoved > 0 })
 
 	got := map[string]string{}
 	count := 0
@@ -90,18 +90,6 @@ func TestBackgroundCompaction(t *testing.T) {
 		t.Fatalf("read %d records of %d produced: nothing compacted", count, n)
 	}
 	t.Logf("%d of %d records remain; cleaner %+v", count, n, tb.b.CleanerStats())
-}
-
-// waitUntil polls cond (the event a test waits for) until it holds.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestCompactionWithTransactions: on a compacted topic, a committed
@@ -145,7 +133,7 @@ func TestCompactionWithTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "a compaction pass over the transactions' segments", func() bool {
+	WaitFor(t, "a compaction pass over the transactions' segments", func() bool {
 		st := tb.b.CleanerStats()
 		return st.RecordsRemoved >= 20
 	})
