@@ -21,7 +21,7 @@ import (
 // (storage.Log.RecoverUpTo), so a full disk needs room only for the
 // tails' bytes to heal. 16 KiB keeps most of the CPU saved with 32 KiB
 // (one write per dozens of requests either way) at about half the
-// memory: docs/benchmarks.md, "Write-behind segment tail".
+// memory: docs/perf/2026-12-01-tuning-history.md, "Write-behind segment tail".
 const segmentWriteBehind = 16 << 10
 
 // openWAL reads the write-ahead log a previous run left in <data>/wal (if
