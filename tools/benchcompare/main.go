@@ -4,9 +4,9 @@
 // Markdown table of medians with each broker's own CPU time per record
 // (utime+stime from /proc) and its peak memory.
 //
-//	go build -o /tmp/sluice ./cmd/sluice
-//	go build -o /tmp/kfakeserver ./tools/kfakeserver
-//	go run ./tools/benchcompare --sluice /tmp/sluice --kfake /tmp/kfakeserver --rounds 3
+//	go build -o bin/sluice ./cmd/sluice
+//	go build -o bin/kfakeserver ./tools/kfakeserver
+//	go run ./tools/benchcompare --sluice bin/sluice --kfake bin/kfakeserver --rounds 3
 //
 // --baseline adds a second Sluice binary (an earlier build) as broker
 // sluice-before, interleaved with the others, and --brokers keeps only
