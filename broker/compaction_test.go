@@ -38,7 +38,7 @@ func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
 // value at its original offset, in fewer records than were produced.
 func TestBackgroundCompaction(t *testing.T) {
 	tb := startTest(t, CleanerInterval(20*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, generous for loaded machines
 	defer cancel()
 	if _, err := tb.admin().CreateTopic(ctx, 1, 1, map[string]*string{
 		"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"), "min.cleanable.dirty.ratio": sp("0.01"),
@@ -98,7 +98,7 @@ func TestBackgroundCompaction(t *testing.T) {
 // latest value), and the markers stay readable in order.
 func TestCompactionWithTransactions(t *testing.T) {
 	tb := startTest(t, CleanerInterval(20*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, generous for loaded machines
 	defer cancel()
 	if _, err := tb.admin().CreateTopic(ctx, 1, 1, map[string]*string{
 		"cleanup.policy": sp("compact"), "segment.bytes": sp("1024"), "min.cleanable.dirty.ratio": sp("0.01"),

@@ -20,7 +20,7 @@ import (
 
 func txnCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, generous for loaded machines
 	t.Cleanup(cancel)
 	return ctx
 }
