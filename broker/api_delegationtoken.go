@@ -40,7 +40,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -55,9 +54,6 @@ func init() {
 	register(kmsg.ExpireDelegationToken.Int16(), 1, 2, handleExpireDelegationToken)
 	register(kmsg.DescribeDelegationToken.Int16(), 1, 3, handleDescribeDelegationToken)
 }
-
-// tokenFile is the delegation-token store, in the security directory.
-const tokenFile = "delegation-tokens.json"
 
 const (
 	resDelegationToken = kmsg.ACLResourceTypeDelegationToken
@@ -218,7 +214,7 @@ func (b *Broker) openTokens(dir string) (*auth.Tokens, error) {
 	if err := b.fs.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	t, err := auth.OpenTokens(b.fs, filepath.Join(dir, tokenFile), auth.TokenConfig{}, nil)
+	t, err := auth.OpenTokens(b.fs, b.layout.DelegationTokensFile(), auth.TokenConfig{}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}

@@ -174,7 +174,7 @@ func handleFetch(r *request) (kmsg.Response, error) {
 			first, next := fp.slice.Offsets()
 			n := next - max(first, fp.offset)
 			fp.p.Traffic().Out(n, fp.slice.Len())
-			b.traffic.out(n, fp.slice.Len())
+			b.traffic.Out(n, fp.slice.Len())
 			fr.add(sp, fp.slice)
 		} else {
 			// An empty record set is a zero-length array, never null:

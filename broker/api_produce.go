@@ -153,7 +153,7 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			bytes += int64(len(items[i].rp.Records))
 		}
 	}
-	b.traffic.in(recs, int(bytes))
+	b.traffic.In(recs, int(bytes))
 	finish := func() kmsg.Response {
 		for i := range items {
 			it := &items[i]
@@ -309,7 +309,7 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, index int32, bat
 	if err != nil {
 		return -1, err
 	}
-	b.traffic.in(n, len(records))
+	b.traffic.In(n, len(records))
 	return p.Wait(ctx, pend)
 }
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/sluicedb/sluice/internal/auth"
 	"github.com/sluicedb/sluice/internal/cleaner"
 	"github.com/sluicedb/sluice/internal/groups"
+	"github.com/sluicedb/sluice/internal/meta"
 	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/txn"
@@ -46,9 +46,10 @@ const closeGrace = 10 * time.Second
 // partition (acceptors flush and fsync, logs write their checkpoints),
 // and last releases the data directory's lock.
 //
-// Lock order (see doc.go): adminMu, then mu, then conn.mu.
+// Lock order: docs/lockorder.md ("broker").
 type Broker struct {
 	cfg     cfg
+	layout  meta.Layout // the data directory's paths
 	fs      vfs.FS
 	metrics *metrics
 	accM    *acceptor.Metrics
@@ -67,7 +68,7 @@ type Broker struct {
 	// (create, delete, add partitions, producer-id reservation) and is
 	// held across their file I/O. Readers of topics take only mu.
 	adminMu sync.Mutex
-	cluster clusterMeta // guarded by adminMu
+	cluster meta.Cluster // guarded by adminMu
 	// dyn is the dynamic broker configuration; stored under adminMu,
 	// loaded by anyone (see dynamic).
 	dyn atomic.Pointer[dynamicConfig]
@@ -117,8 +118,8 @@ type Broker struct {
 	// by Close before the partitions close.
 	snaps *partition.Snapshots
 
-	traffic traffic   // totals over every partition, deleted ones included
-	started time.Time // when New returned, for uptime
+	traffic partition.Traffic // totals over every partition, deleted ones included
+	started time.Time         // when New returned, for uptime
 
 	readyMu     sync.Mutex // guards readyChecks
 	readyChecks []readyCheck
@@ -176,13 +177,14 @@ func New(opts ...Opt) (*Broker, error) {
 	}
 	loggers, lh := newLogLevels(c.logger.Handler())
 	c.logger = slog.New(lh)
-	lock, err := storage.LockDir(c.fs, c.dataDir)
+	lock, err := storage.LockDir(c.fs, c.dataDir, meta.Layout{Root: c.dataDir}.Lock())
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{
 		cfg:         c,
 		loggers:     loggers,
+		layout:      meta.Layout{Root: c.dataDir},
 		fs:          c.fs,
 		topics:      map[string]*topic{},
 		byID:        map[[16]byte]*topic{},
@@ -266,14 +268,14 @@ func (b *Broker) start() error {
 	}
 	g, err := groups.OpenWatched(groups.Config{
 		FS:              b.fs,
-		Dir:             filepath.Join(b.cfg.dataDir, groupsDir),
+		Dir:             b.layout.GroupsDir(),
 		NodeID:          nodeID,
 		Host:            first.host,
 		Port:            first.port,
 		Logger:          b.componentLogger("groups"),
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
-		SyncPolicy:      b.cfg.fsync,
+		Fsync:           b.cfg.fsync,
 		WAL:             b.wal,
 		PendingTxnOffset: func(group, topic string, partition int32) bool {
 			tc := b.txnc.Load()

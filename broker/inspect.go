@@ -232,7 +232,7 @@ type Stats struct {
 func (b *Broker) Stats() Stats {
 	s := Stats{
 		Time:         time.Now(),
-		Traffic:      b.traffic.snapshot(),
+		Traffic:      trafficOf(&b.traffic),
 		Requests:     map[string]uint64{},
 		Connections:  b.connCount.Load(),
 		FsyncSeconds: histogramOf(b.accM.FsyncSeconds),

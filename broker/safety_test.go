@@ -21,22 +21,6 @@ import (
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
-// newBroker starts a broker with opts on dir and closes it at the end of
-// the test unless the test closed it first.
-func newBroker(t *testing.T, dir string, opts ...Opt) *Broker {
-	t.Helper()
-	b, err := New(append([]Opt{DataDir(dir), ListenAddr("127.0.0.1:0")}, opts...)...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if err := b.Start(); err != nil {
-		b.Close()
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 // treeState lists every file under dir with its size and modification
 // time, to show that something changed nothing.
 func treeState(t *testing.T, dir string) string {

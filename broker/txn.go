@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,17 +10,14 @@ import (
 	"github.com/sluicedb/sluice/internal/txn"
 )
 
-// txnDir holds the transaction coordinator's internal log.
-const txnDir = "transactions"
-
 // openTxn opens the transaction coordinator over the data directory,
 // with markers written through the partitions' acceptors and committed
 // offsets through the group coordinator g.
 func (b *Broker) openTxn(g *groups.Coordinator) (*txn.Coordinator, error) {
 	return txn.Open(txn.Config{
 		FS:            b.fs,
-		Dir:           filepath.Join(b.cfg.dataDir, txnDir),
-		SyncPolicy:    b.cfg.fsync,
+		Dir:           b.layout.TransactionsDir(),
+		Fsync:         b.cfg.fsync,
 		WAL:           b.wal,
 		Logger:        b.componentLogger("txn"),
 		MaxTimeout:    b.cfg.txnMaxTimeout,

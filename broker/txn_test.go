@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedb/sluice/internal/meta"
 	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/txn"
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -20,7 +20,7 @@ import (
 
 func txnCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, generous for loaded machines
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -395,7 +395,7 @@ func TestProducerSnapshot(t *testing.T) {
 	}
 	// A snapshot whose offsets do not match the log is ignored.
 	tb.stop()
-	dir := filepath.Join(tb.dir, topicsDir, topic, "0")
+	dir := meta.Layout{Root: tb.dir}.PartitionDir(topic, 0)
 	moveSnapshotsPastEnd(t, vfs.OS(), dir)
 	tb.start()
 	if fromSnap(tb.b.partition(topic, 0)) {

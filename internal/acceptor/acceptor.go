@@ -38,7 +38,7 @@ type partitionLog interface {
 // runMu. A produce request spread over many partitions then wakes no
 // partition goroutine at all.
 //
-// Lock order: sendMu, then runMu, then mu. Only runMu is held across
+// Lock order: docs/lockorder.md ("acceptor"). Only runMu is held across
 // I/O (a write, or a WAL append), and only while the run state is being
 // worked on; none is held while blocking on a waiter.
 type Acceptor struct {

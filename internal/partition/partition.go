@@ -22,8 +22,8 @@ type Config struct {
 	Dir   string // the partition's directory (meta.Layout.PartitionDir)
 	Topic string
 	Index int32
-	// Create: the partition is new; its directory is created and no
-	// snapshot is looked for.
+	// Create: the partition is new; its directory is created (the
+	// caller fsyncs the topic directory) and no snapshot is looked for.
 	Create bool
 	// Storage configures the log. Open sets its RetainFrom (retention
 	// never removes an open transaction's records) and Logger.
@@ -80,7 +80,10 @@ type Partition struct {
 // acceptor.
 func Open(cfg Config) (*Partition, error) {
 	if cfg.Create {
-		if err := vfs.MkdirAllDurable(cfg.FS, cfg.Dir); err != nil {
+		// The new directory's entry in its topic directory is made
+		// durable by the caller, once for all the partitions it creates:
+		// the topic.json write that publishes them fsyncs that directory.
+		if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
 			return nil, fmt.Errorf("create %s: %w", cfg.Dir, err)
 		}
 	}
