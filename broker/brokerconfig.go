@@ -20,7 +20,7 @@ import (
 // KafkaVersion is the Kafka release whose protocol Sluice's API version
 // ranges match; DescribeConfigs reports it as inter.broker.protocol.version
 // so that consoles (kafka-ui, AKHQ) recognize the broker.
-const KafkaVersion = "3.8"
+const KafkaVersion = "4.1"
 
 // interBrokerProtocolVersion is KafkaVersion as Kafka spells the setting.
 const interBrokerProtocolVersion = KafkaVersion + "-IV0"
