@@ -42,8 +42,9 @@ const offsetsTopic = "__consumer_offsets"
 const offsetsBatchRecords = 500
 
 // offsetsProjection queues the coordinator's records for the copy. Its
-// goroutine (run, started by startOffsetsProjection in start, counted in
-// Broker.wg) appends them to the topic and returns when the broker stops.
+// goroutine, run, is started by Broker.start once the coordinator is open
+// and counted in Broker.wg; it appends the records to the topic and
+// returns when the broker stops (stopCtx), before Close waits on wg.
 type offsetsProjection struct {
 	b *Broker
 
