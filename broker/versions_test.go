@@ -9,9 +9,10 @@ import (
 	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
-// kafka40Min is the lowest version Kafka 4.0 serves of each API Sluice
-// serves (KIP-896 removed the older ones). Sluice's minimum must be at or
-// below it, so that any client that works with Kafka 4.0 works here.
+// kafka40Min is the lowest version Kafka 4.0 and 4.1 serve of each API
+// Sluice serves (KIP-896 removed the older ones). Sluice's minimum must be
+// at or below it, so that any client that works with Kafka 4.x works
+// here; every served API must have a row (TestVersionRanges).
 var kafka40Min = map[kmsg.Key]int16{
 	kmsg.Produce: 3, kmsg.Fetch: 4, kmsg.ListOffsets: 1, kmsg.Metadata: 0,
 	kmsg.OffsetCommit: 2, kmsg.OffsetFetch: 1, kmsg.FindCoordinator: 0,
@@ -24,6 +25,17 @@ var kafka40Min = map[kmsg.Key]int16{
 	kmsg.AlterPartitionAssignments: 0, kmsg.ListPartitionReassignments: 0,
 	kmsg.OffsetDelete: 0, kmsg.DescribeClientQuotas: 0, kmsg.AlterClientQuotas: 0,
 	kmsg.DescribeCluster: 0,
+	// Served since Kafka 4.1's versions were matched (issue 23); their
+	// minimums in Kafka 4.1.
+	kmsg.AlterReplicaLogDirs: 1, kmsg.CreateDelegationToken: 1, kmsg.RenewDelegationToken: 1,
+	kmsg.ExpireDelegationToken: 1, kmsg.DescribeDelegationToken: 1, kmsg.DescribeQuorum: 0,
+	kmsg.UpdateFeatures: 0, kmsg.UnregisterBroker: 0, kmsg.ListConfigResources: 0,
+	kmsg.DescribeTopicPartitions: 0, kmsg.AddRaftVoter: 0, kmsg.RemoveRaftVoter: 0,
+	kmsg.CreateACLs: 1, kmsg.DescribeACLs: 1, kmsg.DeleteACLs: 1, kmsg.DescribeProducers: 0,
+	kmsg.DescribeTransactions: 0, kmsg.ListTransactions: 0, kmsg.SASLHandshake: 0,
+	kmsg.SASLAuthenticate: 0, kmsg.DescribeUserSCRAMCredentials: 0, kmsg.AlterUserSCRAMCredentials: 0,
+	kmsg.AddPartitionsToTxn: 0, kmsg.AddOffsetsToTxn: 0, kmsg.EndTxn: 0, kmsg.TxnOffsetCommit: 0,
+	kmsg.WriteTxnMarkers: 1,
 }
 
 // clientRange is a span of versions a client can send of one API; the
@@ -95,6 +107,11 @@ var clientRanges = []clientRange{
 // below Kafka 4.0's, every API Kafka's admin tools call present, and an
 // overlap with every client range above.
 func TestVersionRanges(t *testing.T) {
+	for key := range apis {
+		if _, ok := kafka40Min[kmsg.Key(key)]; !ok {
+			t.Errorf("%s is served but has no row in kafka40Min", kmsg.NameForKey(key))
+		}
+	}
 	for key, min40 := range kafka40Min {
 		e, ok := apis[key.Int16()]
 		if !ok {
