@@ -155,7 +155,7 @@ func TestREADMESecurity(t *testing.T) {
 	// SLUICE_HTTP= turns the console off, so that its default port (which
 	// another program may hold) does not matter here; the script's
 	// --http (on a free port) turns it on for its own broker.
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SLUICE_HTTP=")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SLUICE_HTTP=", "SLUICE_SCHEMA_REGISTRY=")
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
