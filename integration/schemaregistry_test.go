@@ -2,8 +2,12 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -213,6 +217,45 @@ func TestSchemaRegistrySerde(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("record %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestSchemaRegistryKafkajs runs @kafkajs/confluent-schema-registry
+// (testdata/kafkajs/sluice_sr.js): it registers an Avro, a Protobuf and
+// a JSON schema, encodes a value with each, produces the bytes through
+// Sluice with kafkajs, and decodes what it consumes with the schemas
+// the registry returns for the ids in the records.
+func TestSchemaRegistryKafkajs(t *testing.T) {
+	modules := needKafkajs(t)
+	n := startNode(t)
+	url := startRegistry(t, n)
+	args, _ := json.Marshal(map[string]any{"brokers": []string{n.addr}, "registry": url, "topic": "kafkajs-sr"})
+	cmd := exec.Command("node", filepath.Join("testdata", "kafkajs", "sluice_sr.js"), string(args))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "KAFKAJS_NO_PARTITIONER_WARNING=1")
+	lines := runScript(t, "kafkajs schema registry", 90*time.Second, cmd, nil)
+	var registered, decoded []map[string]any
+	for _, l := range lines {
+		switch l["step"] {
+		case "registered":
+			registered = append(registered, l)
+		case "decoded":
+			decoded = append(decoded, l)
+		}
+	}
+	if len(registered) != 3 || len(decoded) != 3 {
+		t.Fatalf("registered %v, decoded %v", registered, decoded)
+	}
+	for i, r := range registered {
+		id := r["id"].(float64)
+		if id != float64(i+1) || r["again"] != id || r["latest"] != id || r["magic"] != 0.0 || r["encodedId"] != id {
+			t.Fatalf("registration %d: %v", i, r)
+		}
+	}
+	for i, d := range decoded {
+		want := []string{"avro", "protobuf", "json"}[i]
+		if d["x"] != float64(i+1) || d["label"] != want {
+			t.Fatalf("decoded %d = %v, want x=%d label=%s", i, d, i+1, want)
 		}
 	}
 }
