@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -256,6 +257,53 @@ func TestSchemaRegistryKafkajs(t *testing.T) {
 		want := []string{"avro", "protobuf", "json"}[i]
 		if d["x"] != float64(i+1) || d["label"] != want {
 			t.Fatalf("decoded %d = %v, want x=%d label=%s", i, d, i+1, want)
+		}
+	}
+}
+
+// TestSchemaRegistryConfluentPython runs confluent-kafka-python's
+// SchemaRegistryClient (testdata/confluent_sr.py): register, fetch,
+// look up, compatibility and config with Avro schemas, and a JSON
+// Schema serializer round trip through Sluice.
+func TestSchemaRegistryConfluentPython(t *testing.T) {
+	python := needConfluentKafka(t)
+	for _, m := range []string{"requests", "jsonschema"} {
+		needPythonModule(t, m, "python3-"+m)
+	}
+	n := startNode(t)
+	url := startRegistry(t, n)
+	args, _ := json.Marshal(map[string]any{"bootstrap": n.addr, "registry": url, "topic": "confluent-sr"})
+	cmd := exec.Command(python, filepath.Join("testdata", "confluent_sr.py"), string(args))
+	cmd.Env = os.Environ()
+	lines := runScript(t, "confluent-kafka schema registry", 90*time.Second, cmd, nil)
+	steps := map[string]map[string]any{}
+	for _, l := range lines {
+		steps[l["step"].(string)] = l
+	}
+	avro, avro2, inc, js := steps["avro"], steps["avro2"], steps["incompatible"], steps["json"]
+	if avro == nil || avro["id"] != 1.0 || avro["fetched_type"] != "AVRO" || avro["fetched_same"] != true ||
+		avro["latest_version"] != 1.0 || avro["latest_id"] != 1.0 || avro["lookup_id"] != 1.0 ||
+		avro["compatible_v2"] != true || avro["compatible_bad"] != false {
+		t.Fatalf("avro step: %v", avro)
+	}
+	if avro2 == nil || avro2["id"] != 2.0 || avro2["compatibility"] != "FULL" || fmt.Sprint(avro2["versions"]) != "[1 2]" {
+		t.Fatalf("avro2 step: %v", avro2)
+	}
+	if inc == nil || inc["registered"] != false || inc["http_status"] != 409.0 || inc["error_code"] != 409.0 {
+		t.Fatalf("incompatible step: %v", inc)
+	}
+	if js == nil || fmt.Sprint(js["subject_versions"]) != "[1]" {
+		t.Fatalf("json step: %v", js)
+	}
+	got := js["got"].([]any)
+	sent := js["sent"].([]any)
+	if len(got) != 3 {
+		t.Fatalf("json step: got %v", got)
+	}
+	for i := range got {
+		g := got[i].(map[string]any)
+		if g["magic"] != 0.0 || g["id"] != 3.0 || fmt.Sprint(g["value"]) != fmt.Sprint(sent[i]) {
+			t.Fatalf("json record %d = %v, sent %v", i, g, sent[i])
 		}
 	}
 }
