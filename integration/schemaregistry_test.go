@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -304,6 +305,28 @@ func TestSchemaRegistryConfluentPython(t *testing.T) {
 		g := got[i].(map[string]any)
 		if g["magic"] != 0.0 || g["id"] != 3.0 || fmt.Sprint(g["value"]) != fmt.Sprint(sent[i]) {
 			t.Fatalf("json record %d = %v, sent %v", i, g, sent[i])
+		}
+	}
+}
+
+// TestSchemaRegistryDocCommands runs the commands of
+// docs/schema-registry.md against a broker and its registry.
+func TestSchemaRegistryDocCommands(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		needTool(t, "curl not found")
+	}
+	n := startNode(t)
+	url := startRegistry(t, n)
+	t.Setenv("SLUICE_SCHEMA_REGISTRY_URL", url)
+	block := strings.ReplaceAll(docBlock(t, "docs/schema-registry.md", "schema-registry-doc-commands"), "http://127.0.0.1:8081", url)
+	out := runDocCommands(t, n, block)
+	for _, want := range []string{
+		"registered orders-value version 1 id 1", "compatible", "registered orders-value version 2 id 2",
+		"orders-value: compatibility FULL_TRANSITIVE, mode READWRITE", "orders-value  1,2", "# subject orders-value, version 1, id 1, type AVRO",
+		"[1,2]", `[{"subject":"orders-value","version":2}]`, "deleted orders-value version 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
