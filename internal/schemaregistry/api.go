@@ -358,10 +358,10 @@ func (reg *Registry) parseVersionLocked(v *version) (parsed, error) {
 	return parseSchema(v.typ, v.schema, deps)
 }
 
-// matchLocked finds a version of subject holding the schema p (as
-// either canonical form).
-func (reg *Registry) matchLocked(subject string, typ string, p parsed, refs []Reference, deleted bool) *version {
-	keys := []string{dedupKey(typ, p.canonical(false), refs), dedupKey(typ, p.canonical(true), refs)}
+// matchLocked finds a version of subject holding the schema text (in
+// either canonical form) with refs.
+func (reg *Registry) matchLocked(subject, typ, text string, refs []Reference, deleted bool) *version {
+	keys := []string{dedupKey(typ, canonicalText(typ, text, false), refs), dedupKey(typ, canonicalText(typ, text, true), refs)}
 	for _, v := range reg.st.versions(subject, deleted) {
 		if slices.Contains(keys, dedupKey(v.typ, v.schema, v.refs)) {
 			return v
@@ -420,13 +420,17 @@ func (reg *Registry) prepareRegisterLocked(subject string, req *schemaRequest, n
 			return nil, errNotPermitted("Subject %s is not in import mode: a schema id may only be given in IMPORT mode", subject)
 		}
 	}
+	// The same schema registered before is answered without a parse.
+	req.SchemaType = normType(strings.ToUpper(req.SchemaType))
+	typ := req.SchemaType
+	if _, refs, err := reg.resolveLocked(req.References); err == nil && req.Schema != "" {
+		if prev := reg.matchLocked(subject, typ, req.Schema, refs, false); prev != nil && (req.ID <= 0 || req.ID == prev.id) {
+			return &version{id: prev.id}, nil
+		}
+	}
 	p, refs, err := reg.parseRequestLocked(req)
 	if err != nil {
 		return nil, err
-	}
-	typ := req.SchemaType
-	if prev := reg.matchLocked(subject, typ, p, refs, false); prev != nil && (req.ID <= 0 || req.ID == prev.id) {
-		return &version{id: prev.id}, nil
 	}
 	text := p.canonical(normalize)
 	key := dedupKey(typ, text, refs)
@@ -513,15 +517,19 @@ func (reg *Registry) lookup(w http.ResponseWriter, r *http.Request) (any, error)
 	if len(reg.st.versions(subject, deleted)) == 0 {
 		return nil, errSubjectNotFound(subject)
 	}
-	p, refs, err := reg.parseRequestLocked(&req)
-	if err != nil {
+	// A schema registered before is found without a parse; one that is
+	// not is parsed, to tell an invalid schema (42201) from an unknown
+	// one (40403).
+	req.SchemaType = normType(strings.ToUpper(req.SchemaType))
+	if _, refs, err := reg.resolveLocked(req.References); err == nil && req.Schema != "" {
+		if v := reg.matchLocked(subject, req.SchemaType, req.Schema, refs, deleted); v != nil {
+			return showVersion(v), nil
+		}
+	}
+	if _, _, err := reg.parseRequestLocked(&req); err != nil {
 		return nil, err
 	}
-	v := reg.matchLocked(subject, req.SchemaType, p, refs, deleted)
-	if v == nil {
-		return nil, errSchemaNotFound()
-	}
-	return showVersion(v), nil
+	return nil, errSchemaNotFound()
 }
 
 func (reg *Registry) deleteVersion(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -537,7 +545,14 @@ func (reg *Registry) deleteVersion(w http.ResponseWriter, r *http.Request) (any,
 		reg.mu.RUnlock()
 		return nil, errNotPermitted("Subject %s is in read-only mode", subject)
 	}
-	v, err := reg.findVersionLocked(subject, r.PathValue("version"), permanent)
+	// A number names a soft-deleted version too (to say so); latest is
+	// the highest live one, or with permanent the highest.
+	_, latest, _ := parseVersion(r.PathValue("version"))
+	v, err := reg.findVersionLocked(subject, r.PathValue("version"), permanent || !latest)
+	if err == nil && v.deleted && !permanent {
+		err = errf(http.StatusNotFound, codeVersionSoftDeleted,
+			"Subject '%s' Version %d was soft deleted.Set permanent=true to delete permanently", subject, v.version)
+	}
 	var refBy []int
 	if err == nil {
 		refBy = reg.st.referencedBy(v.subject, v.version)

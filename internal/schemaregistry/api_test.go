@@ -49,6 +49,8 @@ func TestSubjectLifecycle(t *testing.T) {
 	e.want(t, "DELETE", "/subjects/users-value/versions/2?permanent=true", "", 404,
 		`{"error_code":40407,"message":"Subject 'users-value' Version 2 was not deleted first before being permanently deleted"}`)
 	e.want(t, "DELETE", "/subjects/users-value/versions/2", "", 200, `2`)
+	e.want(t, "DELETE", "/subjects/users-value/versions/2", "", 404,
+		`{"error_code":40406,"message":"Subject 'users-value' Version 2 was soft deleted.Set permanent=true to delete permanently"}`)
 	e.want(t, "GET", "/subjects/users-value/versions", "", 200, `[1]`)
 	e.want(t, "GET", "/subjects/users-value/versions?deleted=true", "", 200, `[1,2]`)
 	e.want(t, "DELETE", "/subjects/users-value/versions/2?permanent=true", "", 200, `2`)

@@ -66,10 +66,7 @@ func parseProtobuf(text string, deps []namedSchema) (parsed, error) {
 }
 
 func (p *protoSchema) canonical(normalize bool) string {
-	if !normalize {
-		return strings.TrimSpace(p.text)
-	}
-	return protoTokens(p.text)
+	return canonicalText(typeProtobuf, p.text, normalize)
 }
 
 // protoTokens is a .proto text without comments, one space between

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Schema types, as the REST API and the _schemas topic name them.
@@ -55,6 +56,20 @@ func parseSchema(typ, text string, deps []namedSchema) (parsed, error) {
 		return parseJSONSchema(text, deps)
 	}
 	return nil, fmt.Errorf("unknown schema type %q (want AVRO, PROTOBUF or JSON)", typ)
+}
+
+// canonicalText is the canonical form of a schema's text (see
+// parsed.canonical); it needs no parse, so that finding a schema
+// registered before costs no more than reformatting it.
+func canonicalText(typ, text string, normalize bool) string {
+	switch normType(typ) {
+	case typeProtobuf:
+		if normalize {
+			return protoTokens(text)
+		}
+		return strings.TrimSpace(text)
+	}
+	return compactJSON(text, normalize)
 }
 
 // normType is typ as stored and shown: AVRO for empty.
