@@ -487,4 +487,3 @@ FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE), --mode the mode
 	}
 	return cmd
 }
-

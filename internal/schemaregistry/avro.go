@@ -32,7 +32,9 @@ func parseAvro(text string, deps []namedSchema) (parsed, error) {
 	return &avroSchema{text: text, schema: s}, nil
 }
 
-func (a *avroSchema) canonical(normalize bool) string { return canonicalText(typeAvro, a.text, normalize) }
+func (a *avroSchema) canonical(normalize bool) string {
+	return canonicalText(typeAvro, a.text, normalize)
+}
 
 func (a *avroSchema) canRead(writer parsed) []string {
 	w, ok := writer.(*avroSchema)

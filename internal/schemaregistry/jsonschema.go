@@ -93,7 +93,9 @@ func (refuseLoader) Load(u string) (any, error) {
 	return nil, fmt.Errorf("%s is not a registered reference", u)
 }
 
-func (j *jsonSchema) canonical(normalize bool) string { return canonicalText(typeJSON, j.text, normalize) }
+func (j *jsonSchema) canonical(normalize bool) string {
+	return canonicalText(typeJSON, j.text, normalize)
+}
 
 func (j *jsonSchema) canRead(writer parsed) []string {
 	w, ok := writer.(*jsonSchema)
