@@ -17,7 +17,8 @@ func TestSchemaCommands(t *testing.T) {
 	dir, addr, srAddr := t.TempDir(), freeAddr(t), freeAddr(t)
 	cmd, stderr := startServe(t, dir, addr, "SLUICE_SCHEMA_REGISTRY="+srAddr)
 	defer stopServe(t, cmd, stderr)
-	deadline := time.Now().Add(20 * time.Second)
+	// The registry listens once it has read _schemas, after the broker.
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", srAddr, time.Second)
 		if err == nil {
