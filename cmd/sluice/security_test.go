@@ -131,8 +131,12 @@ func TestREADMESecurity(t *testing.T) {
 	}
 	script, _, _ := strings.Cut(block, "```")
 	port := strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	web := port
+	for web == port { // a port freed a moment ago may be handed out again
+		web = strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	}
 	script = strings.ReplaceAll(script, "9093", port)
-	script = strings.ReplaceAll(script, "9644", strings.TrimPrefix(freeAddr(t), "127.0.0.1:"))
+	script = strings.ReplaceAll(script, "9644", web)
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")

@@ -383,7 +383,9 @@ func (reg *Registry) register(w http.ResponseWriter, r *http.Request) (any, erro
 		return nil, err
 	}
 	normalize := boolParam(r, "normalize")
-	reg.wmu.Lock()
+	if err := reg.lockWrite(r.Context()); err != nil {
+		return nil, err
+	}
 	defer reg.wmu.Unlock()
 	reg.mu.RLock()
 	v, err := reg.prepareRegisterLocked(subject, &req, normalize)
@@ -486,12 +488,35 @@ func validSubject(s string) error {
 	return nil
 }
 
+// lockWrite takes wmu for a change, first reading the topic again if
+// an earlier write failed (see write). It returns with wmu held only
+// when the error is nil.
+func (reg *Registry) lockWrite(ctx context.Context) error {
+	reg.wmu.Lock()
+	if !reg.stale {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	if err := reg.resyncLocked(ctx); err != nil {
+		reg.wmu.Unlock()
+		return errStore(fmt.Errorf("reading the topic again after a failed write: %w", err))
+	}
+	return nil
+}
+
 // write writes records to the topic and, once durable, applies them.
 // Callers hold wmu.
+//
+// A write that fails may still have reached the log (a reply lost with
+// its connection), so the state is no longer known to match the topic:
+// the next change first reads the topic again (lockWrite), so that
+// an id written but not acknowledged is never handed out twice.
 func (reg *Registry) write(ctx context.Context, recs ...record) error {
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	if err := reg.store.write(ctx, recs); err != nil {
+		reg.stale = true
 		return errStore(err)
 	}
 	reg.mu.Lock()
@@ -538,7 +563,9 @@ func (reg *Registry) deleteVersion(w http.ResponseWriter, r *http.Request) (any,
 		return nil, err
 	}
 	permanent := boolParam(r, "permanent")
-	reg.wmu.Lock()
+	if err := reg.lockWrite(r.Context()); err != nil {
+		return nil, err
+	}
 	defer reg.wmu.Unlock()
 	reg.mu.RLock()
 	if reg.st.modeOf(subject) == modeReadOnly {
@@ -591,7 +618,9 @@ func (reg *Registry) deleteSubject(w http.ResponseWriter, r *http.Request) (any,
 		return nil, err
 	}
 	permanent := boolParam(r, "permanent")
-	reg.wmu.Lock()
+	if err := reg.lockWrite(r.Context()); err != nil {
+		return nil, err
+	}
 	defer reg.wmu.Unlock()
 	reg.mu.RLock()
 	all := reg.st.versions(subject, true)
@@ -810,7 +839,9 @@ func (reg *Registry) putConfig(w http.ResponseWriter, r *http.Request) (any, err
 	if !ok {
 		return nil, errInvalidCompatibility()
 	}
-	reg.wmu.Lock()
+	if err := reg.lockWrite(r.Context()); err != nil {
+		return nil, err
+	}
 	defer reg.wmu.Unlock()
 	if err := reg.write(r.Context(), record{key: subjectKey(keyConfig, subject), value: configValue{level}}); err != nil {
 		return nil, err
@@ -823,7 +854,9 @@ func (reg *Registry) deleteConfig(w http.ResponseWriter, r *http.Request) (any, 
 		return nil, err
 	}
 	subject := r.PathValue("subject")
-	reg.wmu.Lock()
+	if err := reg.lockWrite(r.Context()); err != nil {
+		return nil, err
+	}
 	defer reg.wmu.Unlock()
 	reg.mu.RLock()
 	old := reg.st.compatibility(subject)
@@ -873,7 +906,9 @@ func (reg *Registry) putMode(w http.ResponseWriter, r *http.Request) (any, error
 	if !ok {
 		return nil, errInvalidMode(req.Mode)
 	}
-	reg.wmu.Lock()
+	if err := reg.lockWrite(r.Context()); err != nil {
+		return nil, err
+	}
 	defer reg.wmu.Unlock()
 	if mode == modeImport && !boolParam(r, "force") {
 		reg.mu.RLock()
@@ -899,7 +934,9 @@ func (reg *Registry) deleteMode(w http.ResponseWriter, r *http.Request) (any, er
 		return nil, err
 	}
 	subject := r.PathValue("subject")
-	reg.wmu.Lock()
+	if err := reg.lockWrite(r.Context()); err != nil {
+		return nil, err
+	}
 	defer reg.wmu.Unlock()
 	reg.mu.RLock()
 	old := reg.st.modeOf(subject)

@@ -1,8 +1,11 @@
 package schemaregistry
 
 import (
+	"context"
 	"net/http"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const (
@@ -216,4 +219,27 @@ func TestReplay(t *testing.T) {
 	// Id 3 is still in the topic's history (its tombstone), so it is
 	// not handed out again.
 	e2.want(t, "POST", "/subjects/a/versions", schemaBody("", avroV3), 200, `{"id":4}`)
+}
+
+// TestResyncAfterFailedWrite: after a write that failed (and so may have
+// reached the log anyway), the next change reads the topic again first,
+// so that an id in the log is not handed out twice. The record another
+// writer left in the topic stands in for the unacknowledged write.
+func TestResyncAfterFailedWrite(t *testing.T) {
+	e := newEnv(t)
+	e.want(t, "POST", "/subjects/a/versions", schemaBody("", avroV1), 200, `{"id":1}`)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.b.Addr()), kgo.DefaultProduceTopic(DefaultTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	k, v, _ := record{key: schemaKey("written", 1), value: schemaValue{Subject: "written", Version: 1, ID: 50, Schema: avroV3}}.encode()
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: k, Value: v}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	e.reg.wmu.Lock()
+	e.reg.stale = true // as write leaves it when a write fails
+	e.reg.wmu.Unlock()
+	e.want(t, "POST", "/subjects/b/versions", schemaBody("", avroV2), 200, `{"id":51}`)
+	e.want(t, "GET", "/subjects/written/versions/1/schema", "", 200, avroV3)
 }

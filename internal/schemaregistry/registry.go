@@ -59,7 +59,8 @@ type Registry struct {
 	// wmu serializes changes: it is held from the checks a change
 	// makes against the state, through the write to the topic, to
 	// applying the written records. Lock order: wmu before mu.
-	wmu sync.Mutex
+	wmu   sync.Mutex
+	stale bool // guarded by wmu: a write failed; read the topic again before the next
 
 	mu sync.RWMutex // guards st
 	st *state
@@ -95,18 +96,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 	r.store = st
 	start := time.Now()
-	err = st.replay(ctx, func(k, v []byte) error {
-		rec, ok, err := decodeRecord(k, v)
-		if err != nil {
-			r.log.Warn("schema registry: skipping a record it cannot decode", "topic", cfg.Topic, "err", err)
-			return nil
-		}
-		if ok {
-			r.st.apply(rec)
-		}
-		return nil
-	})
-	if err != nil {
+	if r.st, err = r.load(ctx); err != nil {
 		st.close()
 		return nil, fmt.Errorf("schemaregistry: replay %s: %w", cfg.Topic, err)
 	}
@@ -117,6 +107,38 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 	r.handler = r.routes()
 	return r, nil
+}
+
+// load reads the topic into a new state.
+func (r *Registry) load(ctx context.Context) (*state, error) {
+	s := newState()
+	err := r.store.replay(ctx, func(k, v []byte) error {
+		rec, ok, err := decodeRecord(k, v)
+		if err != nil {
+			r.log.Warn("schema registry: skipping a record it cannot decode", "topic", r.cfg.Topic, "err", err)
+			return nil
+		}
+		if ok {
+			s.apply(rec)
+		}
+		return nil
+	})
+	return s, err
+}
+
+// resyncLocked replaces the state with one read from the topic again.
+// Callers hold wmu.
+func (r *Registry) resyncLocked(ctx context.Context) error {
+	s, err := r.load(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.st = s
+	r.mu.Unlock()
+	r.stale = false
+	r.log.Info("schema registry: state read again from the topic after a failed write", "records", s.records)
+	return nil
 }
 
 // Handler is the registry's HTTP handler (for httptest or another server).
