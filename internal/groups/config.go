@@ -65,10 +65,10 @@ type Config struct {
 	// than this many records and more than twice as many as are live.
 	// Default 10000.
 	CompactMinRecords int
-	// SyncPolicy is the internal log's fsync policy. Default
+	// Fsync is the internal log's fsync policy. Default
 	// acceptor.FsyncAlways: a commit is fsynced before it is acknowledged.
-	SyncPolicy acceptor.FsyncPolicy
-	// WAL, when set (SyncPolicy acceptor.FsyncAlways), is the shared
+	Fsync acceptor.FsyncPolicy
+	// WAL, when set (Fsync acceptor.FsyncAlways), is the shared
 	// write-ahead log the internal log's records are made durable
 	// through, under the name WALName (see kvlog.ReplayWAL).
 	WAL *wal.WAL
