@@ -131,8 +131,12 @@ func TestREADMESecurity(t *testing.T) {
 	}
 	script, _, _ := strings.Cut(block, "```")
 	port := strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	web := port
+	for web == port { // a port freed a moment ago may be handed out again
+		web = strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	}
 	script = strings.ReplaceAll(script, "9093", port)
-	script = strings.ReplaceAll(script, "9644", strings.TrimPrefix(freeAddr(t), "127.0.0.1:"))
+	script = strings.ReplaceAll(script, "9644", web)
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -155,7 +159,7 @@ func TestREADMESecurity(t *testing.T) {
 	// SLUICE_HTTP= turns the console off, so that its default port (which
 	// another program may hold) does not matter here; the script's
 	// --http (on a free port) turns it on for its own broker.
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SLUICE_HTTP=")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "SLUICE_HTTP=", "SLUICE_SCHEMA_REGISTRY=")
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {

@@ -51,6 +51,7 @@ beats the default.`,
 	fs.Int64Var(&o.diskLow, "disk-low-watermark", -1, "refuse produce (KAFKA_STORAGE_ERROR, disk full) while the data directory's filesystem has fewer free bytes; -1: 1 GiB or 5% of it, whichever is smaller; 0: off")
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	o.sec.addFlags(fs)
+	o.schema = schemaFlags(fs) // schema registry (serve_schema.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -74,6 +75,7 @@ type serveOptions struct {
 	diskLow                 int64
 	http                    *serveHTTP
 	sec                     serveSecurity
+	schema                  *serveSchema
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -141,11 +143,23 @@ func serve(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 
+	sr, err := o.schema.start(b, &o.sec, reg, logger)
+	if err != nil {
+		if con != nil {
+			con.Close()
+		}
+		b.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+
 	stopHUP := reloadOnHUP(b, &o.sec, logger)
 	defer stopHUP()
 	<-ctx.Done()
 	signal.Reset(os.Interrupt, syscall.SIGTERM) // a second signal kills the process
 	logger.Info("shutting down")
+	if sr != nil {
+		sr.Close()
+	}
 	if con != nil {
 		con.Close()
 	}

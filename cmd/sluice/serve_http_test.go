@@ -110,7 +110,7 @@ func TestServeHTTPAddressInUse(t *testing.T) {
 	}
 	defer busy.Close()
 	cmd := sluiceCmd("serve")
-	cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t), "SLUICE_HTTP="+busy.Addr().String())
+	cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t), "SLUICE_HTTP="+busy.Addr().String(), "SLUICE_SCHEMA_REGISTRY=")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "turn it off with --http ''") {
 		t.Fatalf("serve with a busy HTTP address: %v\n%s", err, out)

@@ -60,7 +60,7 @@ func startServe(t *testing.T, dir, addr string, extraEnv ...string) (*exec.Cmd, 
 func startServeArgs(t *testing.T, addr string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	cmd := sluiceCmd(args...)
-	cmd.Env = append(cmd.Env, "SLUICE_HTTP=")
+	cmd.Env = append(cmd.Env, "SLUICE_HTTP=", "SLUICE_SCHEMA_REGISTRY=")
 	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -178,7 +178,7 @@ func TestServeRejectsBadConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		cmd := sluiceCmd(strings.Fields(c.args)...)
-		cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t), "SLUICE_HTTP=")
+		cmd.Env = append(cmd.Env, "SLUICE_DATA="+t.TempDir(), "SLUICE_LISTEN="+freeAddr(t), "SLUICE_HTTP=", "SLUICE_SCHEMA_REGISTRY=")
 		cmd.Env = append(cmd.Env, c.env...)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError

@@ -70,7 +70,10 @@ func main() {
 	}
 	kinds := []brokerKind{
 		{"sluice", func(_, dir string, port int) *exec.Cmd {
-			return exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "") // no console: measure the broker alone
+			// No console and no schema registry: measure the broker alone.
+			cmd := exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
+			cmd.Env = append(os.Environ(), "SLUICE_SCHEMA_REGISTRY=")
+			return cmd
 		}},
 		{"kfake-mem", func(_, _ string, port int) *exec.Cmd {
 			return exec.Command(*kfakeBin, "--port", fmt.Sprint(port))
@@ -81,7 +84,9 @@ func main() {
 	}
 	if *baseline != "" {
 		kinds = append(kinds[:1], append([]brokerKind{{"sluice-before", func(_, dir string, port int) *exec.Cmd {
-			return exec.Command(*baseline, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
+			cmd := exec.Command(*baseline, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
+			cmd.Env = append(os.Environ(), "SLUICE_SCHEMA_REGISTRY=") // builds with a schema registry leave it off; older ones ignore the variable
+			return cmd
 		}}}, kinds[1:]...)...)
 	}
 	if *brokers != "" {
