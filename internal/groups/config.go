@@ -68,6 +68,33 @@ type Config struct {
 	// SyncPolicy is the internal log's fsync policy. Default
 	// acceptor.FsyncAlways: a commit is fsynced before it is acknowledged.
 	SyncPolicy acceptor.FsyncPolicy
+	// Topics, if set, returns every topic that exists, by name. Consumer
+	// groups (KIP-848) resolve their subscriptions against it; nil means
+	// no topic exists for them. It is called with a group's lock held, so
+	// it must not call into the Coordinator.
+	Topics func() map[string]TopicInfo
+	// ConsumerSessionTimeout is the session timeout of consumer-protocol
+	// members (group.consumer.session.timeout.ms), default 45 s, within
+	// ConsumerMinSessionTimeout and ConsumerMaxSessionTimeout
+	// (group.consumer.min/max.session.timeout.ms, defaults 45 s and 60 s).
+	ConsumerSessionTimeout    time.Duration
+	ConsumerMinSessionTimeout time.Duration
+	ConsumerMaxSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is the heartbeat interval the coordinator
+	// gives consumer-protocol members (group.consumer.heartbeat.interval.ms),
+	// default 5 s, within ConsumerMinHeartbeatInterval and
+	// ConsumerMaxHeartbeatInterval (defaults 5 s and 15 s), and shorter
+	// than the session timeout.
+	ConsumerHeartbeatInterval    time.Duration
+	ConsumerMinHeartbeatInterval time.Duration
+	ConsumerMaxHeartbeatInterval time.Duration
+	// ConsumerAssignors are the server-side assignors consumer groups may
+	// ask for (group.consumer.assignors), the first the default; default
+	// uniform, range.
+	ConsumerAssignors []string
+	// ConsumerMaxSize bounds a consumer group's members
+	// (group.consumer.max.size); default unbounded.
+	ConsumerMaxSize int
 	// WAL, when set (SyncPolicy acceptor.FsyncAlways), is the shared
 	// write-ahead log the internal log's records are made durable
 	// through, under the name WALName (see kvlog.ReplayWAL).
@@ -77,6 +104,12 @@ type Config struct {
 // WALName names the group coordinator's records in the shared
 // write-ahead log (kvlog.WALKey).
 const WALName = "groups"
+
+// TopicInfo is what consumer groups need of a topic.
+type TopicInfo struct {
+	ID         [16]byte
+	Partitions int32
+}
 
 // Timer is a scheduled callback; Stop cancels it if it has not run.
 type Timer interface {
@@ -91,6 +124,13 @@ const (
 	DefaultRetentionCheckInterval = 10 * time.Minute
 	DefaultMaxMetadataBytes       = 4096
 	DefaultCompactMinRecords      = 10000
+
+	DefaultConsumerSessionTimeout       = 45 * time.Second
+	DefaultConsumerMinSessionTimeout    = 45 * time.Second
+	DefaultConsumerMaxSessionTimeout    = 60 * time.Second
+	DefaultConsumerHeartbeatInterval    = 5 * time.Second
+	DefaultConsumerMinHeartbeatInterval = 5 * time.Second
+	DefaultConsumerMaxHeartbeatInterval = 15 * time.Second
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -138,6 +178,42 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CompactMinRecords == 0 {
 		c.CompactMinRecords = DefaultCompactMinRecords
+	}
+	return c.consumerDefaults()
+}
+
+// consumerDefaults fills and checks the consumer-group settings, with
+// Kafka's rules: each value within its bounds, the heartbeat interval
+// shorter than the session timeout, assignors known.
+func (c Config) consumerDefaults() (Config, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.ConsumerMinSessionTimeout, DefaultConsumerMinSessionTimeout)
+	def(&c.ConsumerMaxSessionTimeout, DefaultConsumerMaxSessionTimeout)
+	def(&c.ConsumerSessionTimeout, DefaultConsumerSessionTimeout)
+	def(&c.ConsumerMinHeartbeatInterval, DefaultConsumerMinHeartbeatInterval)
+	def(&c.ConsumerMaxHeartbeatInterval, DefaultConsumerMaxHeartbeatInterval)
+	def(&c.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval)
+	switch {
+	case c.ConsumerSessionTimeout < c.ConsumerMinSessionTimeout || c.ConsumerSessionTimeout > c.ConsumerMaxSessionTimeout:
+		return c, fmt.Errorf("groups: ConsumerSessionTimeout %v is outside [%v, %v]", c.ConsumerSessionTimeout, c.ConsumerMinSessionTimeout, c.ConsumerMaxSessionTimeout)
+	case c.ConsumerHeartbeatInterval < c.ConsumerMinHeartbeatInterval || c.ConsumerHeartbeatInterval > c.ConsumerMaxHeartbeatInterval:
+		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v is outside [%v, %v]", c.ConsumerHeartbeatInterval, c.ConsumerMinHeartbeatInterval, c.ConsumerMaxHeartbeatInterval)
+	case c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
+		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v must be shorter than ConsumerSessionTimeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.ConsumerMaxSize < 0:
+		return c, fmt.Errorf("groups: ConsumerMaxSize %d is negative", c.ConsumerMaxSize)
+	}
+	if len(c.ConsumerAssignors) == 0 {
+		c.ConsumerAssignors = []string{AssignorUniform, AssignorRange}
+	}
+	for _, a := range c.ConsumerAssignors {
+		if a != AssignorUniform && a != AssignorRange {
+			return c, fmt.Errorf("groups: unknown consumer group assignor %q (known: uniform, range)", a)
+		}
 	}
 	return c, nil
 }
