@@ -10,7 +10,7 @@ package groups
 //     rebalance timeout, an empty owned-partitions list, and topic names
 //     or a regex; epoch -2 carries an instance id; no epoch below -2. A
 //     regex that does not compile gets INVALID_REGULAR_EXPRESSION, an
-//     assignor not in Config.ConsumerAssignors UNSUPPORTED_ASSIGNOR.
+//     assignor not in Config.Consumer.Assignors UNSUPPORTED_ASSIGNOR.
 //   - A group that does not exist gets GROUP_ID_NOT_FOUND unless the
 //     member joins; a classic group with members gets GROUP_ID_NOT_FOUND
 //     (it is not a consumer group; online migration is not served); an
@@ -106,9 +106,9 @@ func (c *Coordinator) checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) *h
 			return hbErr(errInvalidRegex, "SubscribedTopicRegex %s is not a valid regular expression: %v.", *req.SubscribedTopicRegex, err)
 		}
 	}
-	if req.ServerAssignor != nil && !slices.Contains(c.cfg.ConsumerAssignors, *req.ServerAssignor) {
+	if req.ServerAssignor != nil && !slices.Contains(c.cfg.Consumer.Assignors, *req.ServerAssignor) {
 		return hbErr(errUnsupportedAssignor, "ServerAssignor %s is not supported. Supported assignors: %s.",
-			*req.ServerAssignor, strings.Join(c.cfg.ConsumerAssignors, ", "))
+			*req.ServerAssignor, strings.Join(c.cfg.Consumer.Assignors, ", "))
 	}
 	return nil
 }
@@ -195,7 +195,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(_ context.Context, cl Client, req *
 	}
 	r.MemberID = &out.ID
 	r.MemberEpoch = out.Epoch
-	r.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval.Milliseconds())
+	r.HeartbeatIntervalMillis = int32(c.cfg.Consumer.HeartbeatInterval.Milliseconds())
 	if hb.sendAssignment {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		for _, tn := range out.Assigned.topics() {
@@ -344,8 +344,8 @@ func (h *hbCall) run() (*cmember, *hbError) {
 	}
 	joining := req.MemberEpoch == epochJoin
 	full := func() *hbError {
-		if h.c.cfg.ConsumerMaxSize > 0 && len(n.members) >= h.c.cfg.ConsumerMaxSize {
-			return hbErr(errGroupMaxSize, "The consumer group has reached its maximum capacity of %d members.", h.c.cfg.ConsumerMaxSize)
+		if h.c.cfg.Consumer.MaxSize > 0 && len(n.members) >= h.c.cfg.Consumer.MaxSize {
+			return hbErr(errGroupMaxSize, "The consumer group has reached its maximum capacity of %d members.", h.c.cfg.Consumer.MaxSize)
 		}
 		return nil
 	}
@@ -580,9 +580,9 @@ func (c *Coordinator) preferredAssignor(cg *cgroup) string {
 			votes[m.Assignor]++
 		}
 	}
-	best := c.cfg.ConsumerAssignors[0]
+	best := c.cfg.Consumer.Assignors[0]
 	bestVotes := 0
-	for _, a := range c.cfg.ConsumerAssignors {
+	for _, a := range c.cfg.Consumer.Assignors {
 		if votes[a] > bestVotes {
 			best, bestVotes = a, votes[a]
 		}
@@ -705,9 +705,9 @@ func (c *Coordinator) touchMemberLocked(g *group, id string) {
 		ct = &ctimer{}
 		g.ctimers[id] = ct
 	}
-	ct.deadline = c.now().Add(c.cfg.ConsumerSessionTimeout)
+	ct.deadline = c.now().Add(c.cfg.Consumer.SessionTimeout)
 	if ct.session == nil {
-		ct.session = c.after(c.cfg.ConsumerSessionTimeout, func() { c.consumerTimeout(g, id, false) })
+		ct.session = c.after(c.cfg.Consumer.SessionTimeout, func() { c.consumerTimeout(g, id, false) })
 	}
 }
 
@@ -720,8 +720,8 @@ func (c *Coordinator) revokeTimerLocked(g *group, id string) {
 	}
 	ct := g.ctimers[id]
 	if ct == nil {
-		ct = &ctimer{deadline: c.now().Add(c.cfg.ConsumerSessionTimeout)}
-		ct.session = c.after(c.cfg.ConsumerSessionTimeout, func() { c.consumerTimeout(g, id, false) })
+		ct = &ctimer{deadline: c.now().Add(c.cfg.Consumer.SessionTimeout)}
+		ct.session = c.after(c.cfg.Consumer.SessionTimeout, func() { c.consumerTimeout(g, id, false) })
 		g.ctimers[id] = ct
 	}
 	if m.State != mUnrevoked {

@@ -73,28 +73,8 @@ type Config struct {
 	// no topic exists for them. It is called with a group's lock held, so
 	// it must not call into the Coordinator.
 	Topics func() map[string]TopicInfo
-	// ConsumerSessionTimeout is the session timeout of consumer-protocol
-	// members (group.consumer.session.timeout.ms), default 45 s, within
-	// ConsumerMinSessionTimeout and ConsumerMaxSessionTimeout
-	// (group.consumer.min/max.session.timeout.ms, defaults 45 s and 60 s).
-	ConsumerSessionTimeout    time.Duration
-	ConsumerMinSessionTimeout time.Duration
-	ConsumerMaxSessionTimeout time.Duration
-	// ConsumerHeartbeatInterval is the heartbeat interval the coordinator
-	// gives consumer-protocol members (group.consumer.heartbeat.interval.ms),
-	// default 5 s, within ConsumerMinHeartbeatInterval and
-	// ConsumerMaxHeartbeatInterval (defaults 5 s and 15 s), and shorter
-	// than the session timeout.
-	ConsumerHeartbeatInterval    time.Duration
-	ConsumerMinHeartbeatInterval time.Duration
-	ConsumerMaxHeartbeatInterval time.Duration
-	// ConsumerAssignors are the server-side assignors consumer groups may
-	// ask for (group.consumer.assignors), the first the default; default
-	// uniform, range.
-	ConsumerAssignors []string
-	// ConsumerMaxSize bounds a consumer group's members
-	// (group.consumer.max.size); default unbounded.
-	ConsumerMaxSize int
+	// Consumer configures consumer groups (KIP-848).
+	Consumer ConsumerConfig
 	// WAL, when set (SyncPolicy acceptor.FsyncAlways), is the shared
 	// write-ahead log the internal log's records are made durable
 	// through, under the name WALName (see kvlog.ReplayWAL).
@@ -104,6 +84,33 @@ type Config struct {
 // WALName names the group coordinator's records in the shared
 // write-ahead log (kvlog.WALKey).
 const WALName = "groups"
+
+// ConsumerConfig configures consumer groups (KIP-848). Zero values take
+// Kafka's defaults, noted.
+type ConsumerConfig struct {
+	// SessionTimeout is the session timeout of consumer-protocol
+	// members (group.consumer.session.timeout.ms), default 45 s, within
+	// MinSessionTimeout and MaxSessionTimeout
+	// (group.consumer.min/max.session.timeout.ms, defaults 45 s and 60 s).
+	SessionTimeout    time.Duration
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// HeartbeatInterval is the heartbeat interval the coordinator
+	// gives consumer-protocol members (group.consumer.heartbeat.interval.ms),
+	// default 5 s, within MinHeartbeatInterval and
+	// MaxHeartbeatInterval (defaults 5 s and 15 s), and shorter
+	// than the session timeout.
+	HeartbeatInterval    time.Duration
+	MinHeartbeatInterval time.Duration
+	MaxHeartbeatInterval time.Duration
+	// Assignors are the server-side assignors consumer groups may
+	// ask for (group.consumer.assignors), the first the default; default
+	// uniform, range.
+	Assignors []string
+	// MaxSize bounds a consumer group's members
+	// (group.consumer.max.size); default unbounded.
+	MaxSize int
+}
 
 // TopicInfo is what consumer groups need of a topic.
 type TopicInfo struct {
@@ -191,26 +198,26 @@ func (c Config) consumerDefaults() (Config, error) {
 			*d = v
 		}
 	}
-	def(&c.ConsumerMinSessionTimeout, DefaultConsumerMinSessionTimeout)
-	def(&c.ConsumerMaxSessionTimeout, DefaultConsumerMaxSessionTimeout)
-	def(&c.ConsumerSessionTimeout, DefaultConsumerSessionTimeout)
-	def(&c.ConsumerMinHeartbeatInterval, DefaultConsumerMinHeartbeatInterval)
-	def(&c.ConsumerMaxHeartbeatInterval, DefaultConsumerMaxHeartbeatInterval)
-	def(&c.ConsumerHeartbeatInterval, DefaultConsumerHeartbeatInterval)
+	def(&c.Consumer.MinSessionTimeout, DefaultConsumerMinSessionTimeout)
+	def(&c.Consumer.MaxSessionTimeout, DefaultConsumerMaxSessionTimeout)
+	def(&c.Consumer.SessionTimeout, DefaultConsumerSessionTimeout)
+	def(&c.Consumer.MinHeartbeatInterval, DefaultConsumerMinHeartbeatInterval)
+	def(&c.Consumer.MaxHeartbeatInterval, DefaultConsumerMaxHeartbeatInterval)
+	def(&c.Consumer.HeartbeatInterval, DefaultConsumerHeartbeatInterval)
 	switch {
-	case c.ConsumerSessionTimeout < c.ConsumerMinSessionTimeout || c.ConsumerSessionTimeout > c.ConsumerMaxSessionTimeout:
-		return c, fmt.Errorf("groups: ConsumerSessionTimeout %v is outside [%v, %v]", c.ConsumerSessionTimeout, c.ConsumerMinSessionTimeout, c.ConsumerMaxSessionTimeout)
-	case c.ConsumerHeartbeatInterval < c.ConsumerMinHeartbeatInterval || c.ConsumerHeartbeatInterval > c.ConsumerMaxHeartbeatInterval:
-		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v is outside [%v, %v]", c.ConsumerHeartbeatInterval, c.ConsumerMinHeartbeatInterval, c.ConsumerMaxHeartbeatInterval)
-	case c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
-		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v must be shorter than ConsumerSessionTimeout %v", c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
-	case c.ConsumerMaxSize < 0:
-		return c, fmt.Errorf("groups: ConsumerMaxSize %d is negative", c.ConsumerMaxSize)
+	case c.Consumer.SessionTimeout < c.Consumer.MinSessionTimeout || c.Consumer.SessionTimeout > c.Consumer.MaxSessionTimeout:
+		return c, fmt.Errorf("groups: ConsumerSessionTimeout %v is outside [%v, %v]", c.Consumer.SessionTimeout, c.Consumer.MinSessionTimeout, c.Consumer.MaxSessionTimeout)
+	case c.Consumer.HeartbeatInterval < c.Consumer.MinHeartbeatInterval || c.Consumer.HeartbeatInterval > c.Consumer.MaxHeartbeatInterval:
+		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v is outside [%v, %v]", c.Consumer.HeartbeatInterval, c.Consumer.MinHeartbeatInterval, c.Consumer.MaxHeartbeatInterval)
+	case c.Consumer.HeartbeatInterval >= c.Consumer.SessionTimeout:
+		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v must be shorter than ConsumerSessionTimeout %v", c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout)
+	case c.Consumer.MaxSize < 0:
+		return c, fmt.Errorf("groups: ConsumerMaxSize %d is negative", c.Consumer.MaxSize)
 	}
-	if len(c.ConsumerAssignors) == 0 {
-		c.ConsumerAssignors = []string{AssignorUniform, AssignorRange}
+	if len(c.Consumer.Assignors) == 0 {
+		c.Consumer.Assignors = []string{AssignorUniform, AssignorRange}
 	}
-	for _, a := range c.ConsumerAssignors {
+	for _, a := range c.Consumer.Assignors {
 		if a != AssignorUniform && a != AssignorRange {
 			return c, fmt.Errorf("groups: unknown consumer group assignor %q (known: uniform, range)", a)
 		}

@@ -61,10 +61,10 @@ func (s *topicSet) name(id [16]byte) string {
 func consumerCfg(ts *topicSet) func(*Config) {
 	return func(c *Config) {
 		c.Topics = ts.get
-		c.ConsumerMinSessionTimeout = time.Second
-		c.ConsumerSessionTimeout = 3 * time.Second
-		c.ConsumerMinHeartbeatInterval = 100 * time.Millisecond
-		c.ConsumerHeartbeatInterval = 500 * time.Millisecond
+		c.Consumer.MinSessionTimeout = time.Second
+		c.Consumer.SessionTimeout = 3 * time.Second
+		c.Consumer.MinHeartbeatInterval = 100 * time.Millisecond
+		c.Consumer.HeartbeatInterval = 500 * time.Millisecond
 	}
 }
 
