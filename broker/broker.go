@@ -257,6 +257,8 @@ func (b *Broker) start() error {
 		Logger:          b.cfg.logger,
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
+		Topics:          b.groupTopics,
+		Consumer:        b.cfg.consumerGroups.groupsConfig(),
 		SyncPolicy:      b.cfg.fsync,
 		WAL:             b.wal,
 		PendingTxnOffset: func(group, topic string, partition int32) bool {
