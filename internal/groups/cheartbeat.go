@@ -8,7 +8,7 @@ package groups
 //   - Requests are checked as Kafka checks them (INVALID_REQUEST): a group
 //     id; no empty instance or rack id; a join (epoch 0) carries a
 //     rebalance timeout, an empty owned-partitions list, and topic names
-//     or a regex; epoch -2 carries an instance id; no epoch below -2. A
+//     or a regex; no epoch below -2. A
 //     regex that does not compile gets INVALID_REGULAR_EXPRESSION, an
 //     assignor not in Config.Consumer.Assignors UNSUPPORTED_ASSIGNOR.
 //   - A group that does not exist gets GROUP_ID_NOT_FOUND unless the
@@ -23,6 +23,9 @@ package groups
 //     new member id joins with it before the holder left with epoch -2.
 //     A member that joins (epoch 0) with the id it already has is taken
 //     back in place and given its assignment again.
+//   - Epoch -2 without an instance id names the member by its id (as
+//     clients send it): a static member leaves statically, a dynamic one
+//     leaves the group as with -1.
 //   - A static member that left with epoch -2 keeps its assignment
 //     reserved; a new member id joining with its instance id takes it
 //     over without a new group epoch. If none comes within the session
@@ -96,8 +99,6 @@ func (c *Coordinator) checkHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) *h
 		case req.SubscribedTopicNames == nil && (req.Version < 1 || req.SubscribedTopicRegex == nil):
 			return hbErr(errInvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
 		}
-	case e == epochStaticLeave && req.InstanceID == nil:
-		return hbErr(errInvalidRequest, "InstanceId can't be null.")
 	case e < epochStaticLeave:
 		return hbErr(errInvalidRequest, "MemberEpoch is invalid.")
 	}
@@ -498,6 +499,16 @@ func (h *hbCall) leave() (*cmember, *hbError) {
 
 func (h *hbCall) staticLeave() (*cmember, *hbError) {
 	n := h.t.n
+	if h.req.InstanceID == nil {
+		m := n.members[h.id]
+		switch {
+		case m == nil:
+			return nil, hbErr(errUnknownMemberID, "Member %s is not a member of group %s.", h.id, h.g.id)
+		case m.InstanceID == "":
+			return h.leave()
+		}
+		h.req.InstanceID = m.instancePtr()
+	}
 	instance := *h.req.InstanceID
 	sid, ok := n.static[instance]
 	switch {

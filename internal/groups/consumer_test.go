@@ -361,7 +361,6 @@ func TestConsumerGroupFencing(t *testing.T) {
 		"no subscription":    func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil },
 		"epoch below -2":     func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 },
 		"empty instance":     func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("") },
-		"static leave no id": func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -2 },
 	} {
 		r := newCmem(t, h.c, ts, "g", "z", "t").req(0)
 		mod(r)
@@ -497,6 +496,13 @@ func TestConsumerGroupStaticMember(t *testing.T) {
 	}
 	if code := a.beat(); code != errFencedInstanceID {
 		t.Fatalf("old incarnation: %d", code)
+	}
+	a2.mustBeat()
+	if r := h.c.ConsumerGroupHeartbeat(nil, Client{}, a2.req(-2), nil); r.ErrorCode != 0 || r.MemberEpoch != -2 {
+		t.Fatalf("static leave of the new incarnation: %+v", r)
+	}
+	if d := describe(t, h.c, "g"); d.State != "Stable" || d.Members[0].MemberEpoch != -2 {
+		t.Fatalf("after static leave: %s", descString(d))
 	}
 }
 
@@ -746,5 +752,30 @@ func TestConsumerGroupCrashAtEveryWrite(t *testing.T) {
 		if err := c2.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestConsumerGroupStaticLeaveByMemberID: epoch -2 without an instance id
+// (as franz-go sends it) leaves a static member statically and a dynamic
+// one for good.
+func TestConsumerGroupStaticLeaveByMemberID(t *testing.T) {
+	ts := &topicSet{}
+	ts.set("t", 4)
+	h := newHarness(t, consumerCfg(ts))
+	s := newCmem(t, h.c, ts, "g", "s", "t")
+	s.instance = kmsg.StringPtr("si")
+	s.join()
+	d := newCmem(t, h.c, ts, "g", "d", "t")
+	d.join()
+	for _, m := range []*cmem{s, d} {
+		r := m.req(-2)
+		r.InstanceID = nil
+		if resp := h.c.ConsumerGroupHeartbeat(nil, Client{}, r, nil); resp.ErrorCode != 0 {
+			t.Fatalf("%s: epoch -2 without instance id: %d", m.id, resp.ErrorCode)
+		}
+	}
+	g := describe(t, h.c, "g")
+	if len(g.Members) != 1 || g.Members[0].MemberID != "s" || g.Members[0].MemberEpoch != -2 {
+		t.Fatalf("after -2 leaves: %s", descString(g))
 	}
 }
