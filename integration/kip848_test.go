@@ -326,10 +326,45 @@ func TestKIP848Kill9(t *testing.T) {
 	for range 3 {
 		ms = append(ms, startMember(t, addr, group, seen, kgo.ConsumeTopics(topic), kgo.RetryTimeout(2*time.Minute)))
 	}
+	// A producer writes batches of 50 all along, through the kills.
+	var mu sync.Mutex // guards produced
 	produced := 0
-	produce := func(k int) {
-		produceValues(t, addr, topic, produced, k, kgo.RetryTimeout(2*time.Minute))
-		produced += k
+	stopProducing := make(chan struct{})
+	producerDone := make(chan error, 1)
+	go func() {
+		pcl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RetryTimeout(2*time.Minute))
+		if err != nil {
+			producerDone <- err
+			return
+		}
+		defer pcl.Close()
+		for next := 0; ; next += 50 {
+			select {
+			case <-stopProducing:
+				producerDone <- nil
+				return
+			default:
+			}
+			var recs []*kgo.Record
+			for i := next; i < next+50; i++ {
+				recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("v%d", i))})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			err := pcl.ProduceSync(ctx, recs...).FirstErr()
+			cancel()
+			if err != nil {
+				producerDone <- fmt.Errorf("produce v%d..: %w", next, err)
+				return
+			}
+			mu.Lock()
+			produced = next + 50
+			mu.Unlock()
+		}
+	}()
+	producedNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return produced
 	}
 	committed := func() map[int32]int64 {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -356,18 +391,28 @@ func TestKIP848Kill9(t *testing.T) {
 		last = now
 	}
 	for k := 1; k <= kills; k++ {
-		produce(300)
-		seen.waitDistinct(t, produced, 2*time.Minute)
+		seen.waitDistinct(t, producedNow()+1, 2*time.Minute) // consumption goes on
 		checkForward(fmt.Sprintf("before kill %d", k))
+		d := describeConsumerGroup(t, addr, group)
 		p.kill(t)
 		p = startBrokerProc(t, dir, addr)
+		// The group comes back as it was acknowledged: its epoch and its
+		// members (their sessions start again).
+		d2 := describeConsumerGroup(t, addr, group)
+		if d2.Epoch < d.Epoch || len(d2.Members) < len(d.Members) {
+			t.Fatalf("restart %d: group epoch %d with %d members, was %d with %d", k, d2.Epoch, len(d2.Members), d.Epoch, len(d.Members))
+		}
 		checkForward(fmt.Sprintf("after restart %d", k))
 	}
-	produce(300)
-	seen.waitDistinct(t, produced, 2*time.Minute)
+	close(stopProducing)
+	if err := <-producerDone; err != nil {
+		t.Fatal(err)
+	}
+	total := producedNow()
+	seen.waitDistinct(t, total, 2*time.Minute)
 	waitLagZero(t, addr, group, topic)
 	checkForward("at the end")
-	seen.check(t, produced)
+	seen.check(t, total)
 	for _, m := range ms {
 		m.leave()
 	}
