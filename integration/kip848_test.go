@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -415,5 +416,17 @@ func TestKIP848Kill9(t *testing.T) {
 	seen.check(t, total)
 	for _, m := range ms {
 		m.leave()
+	}
+}
+
+// TestKIP848DocCommands runs the commands of docs/consumer-groups.md.
+func TestKIP848DocCommands(t *testing.T) {
+	n := startNode(t, consumerGroupSettings)
+	out := runDocCommands(t, n, docBlock(t, "docs/consumer-groups.md", "kip848-doc-commands"))
+	for _, re := range []string{`(?m)^a\nb\nc\nd$`, `(?m)^TYPE +consumer$`, `(?m)^STATE +Empty$`, `(?m)^EPOCH +[1-9]`,
+		`(?m)^ASSIGNOR +uniform$`, `(?m)^clicks +\d +4 +4 +0 +-$`, `(?m)^dashboards +Empty +consumer$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output does not match %s:\n%s", re, out)
+		}
 	}
 }
