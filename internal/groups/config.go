@@ -70,8 +70,8 @@ type Config struct {
 	SyncPolicy acceptor.FsyncPolicy
 	// Topics, if set, returns every topic that exists, by name. Consumer
 	// groups (KIP-848) resolve their subscriptions against it; nil means
-	// no topic exists for them. It is called with a group's lock held, so
-	// it must not call into the Coordinator.
+	// no topic exists for them. It is called with no coordinator lock
+	// held, and must not call into the Coordinator.
 	Topics func() map[string]TopicInfo
 	// Consumer configures consumer groups (KIP-848).
 	Consumer ConsumerConfig
