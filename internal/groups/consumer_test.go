@@ -355,12 +355,12 @@ func TestConsumerGroupFencing(t *testing.T) {
 	}
 	// Bad requests.
 	for name, mod := range map[string]func(*kmsg.ConsumerGroupHeartbeatRequest){
-		"no member id v1":    func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" },
-		"owned on join":      func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{}} },
-		"no rebalance":       func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 },
-		"no subscription":    func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil },
-		"epoch below -2":     func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 },
-		"empty instance":     func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("") },
+		"no member id v1": func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberID = "" },
+		"owned on join":   func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{}} },
+		"no rebalance":    func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 },
+		"no subscription": func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.SubscribedTopicNames = nil },
+		"epoch below -2":  func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.MemberEpoch = -3 },
+		"empty instance":  func(r *kmsg.ConsumerGroupHeartbeatRequest) { r.InstanceID = kmsg.StringPtr("") },
 	} {
 		r := newCmem(t, h.c, ts, "g", "z", "t").req(0)
 		mod(r)
