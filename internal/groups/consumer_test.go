@@ -230,7 +230,7 @@ func descString(d kmsg.ConsumerGroupDescribeResponseGroup) string {
 	return s
 }
 
-func describe(t *testing.T, c *Coordinator, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+func describe(t testing.TB, c *Coordinator, group string) kmsg.ConsumerGroupDescribeResponseGroup {
 	t.Helper()
 	r := c.ConsumerGroupDescribe(nil, &kmsg.ConsumerGroupDescribeRequest{Version: 1, Groups: []string{group}})
 	return r.Groups[0]
