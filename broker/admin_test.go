@@ -81,7 +81,7 @@ func TestAlterAndDescribeTopicConfigs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := tb.b.lookup("cfg").parts[0].log.Segments(); n < 3 {
+	if n := tb.b.lookup("cfg").parts[0].Log().Segments(); n < 3 {
 		t.Fatalf("segment.bytes=1024 left %d segments", n)
 	}
 	// max.message.bytes too.
@@ -354,7 +354,7 @@ func TestOneNodeAdminAPIs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hw := tb.b.lookup("one").parts[0].acc.HighWatermark() + tb.b.lookup("one").parts[1].acc.HighWatermark()
+	hw := tb.b.lookup("one").parts[0].HighWatermark() + tb.b.lookup("one").parts[1].HighWatermark()
 
 	// OffsetForLeaderEpoch: epoch 0 ends at the high watermark.
 	c := dialRaw(t, tb.addr)

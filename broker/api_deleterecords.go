@@ -41,7 +41,7 @@ func handleDeleteRecords(r *request) (kmsg.Response, error) {
 			} else if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				low, err := deleteRecords(t.parts[rp.Partition], rp.Offset)
+				low, err := t.parts[rp.Partition].DeleteRecords(rp.Offset)
 				sp.LowWatermark, sp.ErrorCode = low, codeOf(err)
 				if err != nil {
 					r.b.cfg.logger.Debug("delete records refused", "topic", rt.Topic, "partition", rp.Partition, "err", err)
@@ -52,21 +52,4 @@ func handleDeleteRecords(r *request) (kmsg.Response, error) {
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp, nil
-}
-
-// deleteRecords moves p's log start offset to off (-1: the high
-// watermark) and returns the start offset after the call.
-func deleteRecords(p *partition, off int64) (int64, error) {
-	hw := p.acc.HighWatermark()
-	if off == -1 {
-		off = hw
-	}
-	if off < 0 || off > hw {
-		return -1, errCode(kerr.OffsetOutOfRange, "offset %d is outside [0, high watermark %d]", off, hw)
-	}
-	low, err := p.log.DeleteRecordsBefore(off)
-	if err != nil {
-		return -1, storageErr(err)
-	}
-	return low, nil
 }

@@ -47,7 +47,7 @@ func handleDescribeLogDirs(r *request) (kmsg.Response, error) {
 			}
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = i
-			dp.Size = t.parts[i].log.Size()
+			dp.Size = t.parts[i].Log().Size()
 			dt.Partitions = append(dt.Partitions, dp)
 		}
 		dir.Topics = append(dir.Topics, dt)

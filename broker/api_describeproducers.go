@@ -42,13 +42,13 @@ func handleDescribeProducers(r *request) (kmsg.Response, error) {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			act := p.pids.active()
-			sort.Slice(act, func(i, j int) bool { return act[i].pid < act[j].pid })
+			act := p.Producers()
+			sort.Slice(act, func(i, j int) bool { return act[i].ID < act[j].ID })
 			for _, a := range act {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = a.pid, int32(a.epoch), a.lastSeq
+				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = a.ID, int32(a.Epoch), a.LastSequence
 				ap.LastTimestamp, ap.CoordinatorEpoch = -1, -1
-				ap.CurrentTxnStartOffset = p.txns.openFirst(a.pid)
+				ap.CurrentTxnStartOffset = a.TxnStartOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}
 			st.Partitions = append(st.Partitions, sp)

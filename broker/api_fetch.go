@@ -43,12 +43,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/storage"
 )
 
@@ -57,7 +57,7 @@ func init() { register(kmsg.Fetch.Int16(), 4, 13, handleFetch) }
 // fetchPart is one requested partition.
 type fetchPart struct {
 	ti, pi   int // index in the response
-	p        *partition
+	p        *partition.Partition
 	offset   int64
 	maxBytes int32
 	code     int16
@@ -120,26 +120,33 @@ func handleFetch(r *request) (kmsg.Response, error) {
 
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	var timer *time.Timer
+	var w *partition.Waiter
 	for {
-		total, failed, wake := readParts(parts, req.MaxBytes, req.IsolationLevel == 1)
+		total, failed := readParts(parts, req.MaxBytes, req.IsolationLevel == 1)
 		if total >= int(req.MinBytes) || failed || maxWait <= 0 || r.ctx.Err() != nil {
 			break
 		}
-		if timer == nil {
+		if w == nil {
+			// Registered before the next read: an advance between that
+			// read and the wait below is kept in the waiter's signal.
+			w = partition.NewWaiter()
+			defer w.Stop()
+			for i := range parts {
+				w.Watch(parts[i].p)
+			}
 			timer = time.NewTimer(maxWait)
 			defer timer.Stop()
+			continue
 		}
-		cases := make([]reflect.SelectCase, 0, len(wake)+2)
-		cases = append(cases,
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.ctx.Done())})
-		for _, ch := range wake {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		select {
+		case <-w.C():
+			continue
+		case <-r.ctx.Done():
+			continue
+		case <-timer.C:
 		}
-		if i, _, _ := reflect.Select(cases); i == 0 {
-			readParts(parts, req.MaxBytes, req.IsolationLevel == 1)
-			break
-		}
+		readParts(parts, req.MaxBytes, req.IsolationLevel == 1)
+		break
 	}
 
 	fr := &fetchReply{FetchResponse: resp}
@@ -147,20 +154,19 @@ func handleFetch(r *request) (kmsg.Response, error) {
 		sp := &resp.Topics[fp.ti].Partitions[fp.pi]
 		sp.ErrorCode = fp.code
 		if fp.p != nil {
-			hw := fp.p.acc.HighWatermark()
+			hw := fp.p.HighWatermark()
 			sp.HighWatermark = hw
-			sp.LastStableOffset = fp.p.txns.lso(hw)
-			sp.LogStartOffset = fp.p.log.StartOffset()
+			sp.LastStableOffset = fp.p.LastStableOffsetAt(hw)
+			sp.LogStartOffset = fp.p.StartOffset()
 			if req.IsolationLevel == 1 && fp.slice.Len() > 0 {
-				fp.p.txns.trim(sp.LogStartOffset) // forget what retention removed
-				sp.AbortedTransactions = fp.p.txns.abortedIn(fp.offset, fp.limit)
+				sp.AbortedTransactions = fp.p.AbortedIn(fp.offset, fp.limit)
 			}
 		}
 		if fp.slice.Len() > 0 {
 			first, next := fp.slice.Offsets()
 			n := next - max(first, fp.offset)
-			fp.p.traffic.out(n, fp.slice.Len())
-			b.traffic.out(n, fp.slice.Len())
+			fp.p.Traffic().Out(n, fp.slice.Len())
+			b.traffic.Out(n, fp.slice.Len())
 			fr.add(sp, fp.slice)
 		} else {
 			// An empty record set is a zero-length array, never null:
@@ -172,10 +178,8 @@ func handleFetch(r *request) (kmsg.Response, error) {
 }
 
 // readParts reads every partition's records for this round. It returns
-// the record bytes found, whether a partition has an error, and the
-// channels that close when a partition's high watermark next moves
-// (taken before the reads, so no advance is missed).
-func readParts(parts []fetchPart, maxBytes int32, committed bool) (total int, failed bool, wake []<-chan struct{}) {
+// the record bytes found and whether a partition has an error.
+func readParts(parts []fetchPart, maxBytes int32, committed bool) (total int, failed bool) {
 	budget := int64(maxBytes)
 	if budget <= 0 {
 		budget = 1<<31 - 1
@@ -187,7 +191,6 @@ func readParts(parts []fetchPart, maxBytes int32, committed bool) (total int, fa
 			failed = true
 			continue
 		}
-		wake = append(wake, fp.p.acc.HWChanged())
 		fp.code = 0
 		if total > 0 && int64(total) >= budget {
 			continue
@@ -196,11 +199,8 @@ func readParts(parts []fetchPart, maxBytes int32, committed bool) (total int, fa
 		if fp.maxBytes <= 0 {
 			continue
 		}
-		fp.limit = fp.p.acc.HighWatermark()
-		if committed {
-			fp.limit = fp.p.txns.lso(fp.limit)
-		}
-		s, err := fp.p.log.Read(fp.offset, fp.limit, int(max(limit, 1)))
+		s, lim, err := fp.p.Read(fp.offset, committed, int(max(limit, 1)))
+		fp.limit = lim
 		switch {
 		case err == nil:
 			fp.slice = s
@@ -216,7 +216,7 @@ func readParts(parts []fetchPart, maxBytes int32, committed bool) (total int, fa
 			failed = true
 		}
 	}
-	return total, failed, wake
+	return total, failed
 }
 
 // fetchReply is a Fetch response whose record bytes are streamed from

@@ -24,13 +24,8 @@ package broker
 //     leader epoch is always 0; CurrentLeaderEpoch is not checked.
 
 import (
-	"errors"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/sluicedb/sluice/internal/batch"
-	"github.com/sluicedb/sluice/internal/storage"
 )
 
 func init() { register(kmsg.ListOffsets.Int16(), 0, 8, handleListOffsets) }
@@ -50,7 +45,7 @@ func handleListOffsets(r *request) (kmsg.Response, error) {
 			} else if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts) {
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
-				off, ts, err := listOffset(t.parts[rp.Partition], rp.Timestamp, req.IsolationLevel == 1)
+				off, ts, err := t.parts[rp.Partition].ListOffset(rp.Timestamp, req.IsolationLevel == 1)
 				if err != nil {
 					sp.ErrorCode = codeOf(err)
 				} else {
@@ -66,103 +61,3 @@ func handleListOffsets(r *request) (kmsg.Response, error) {
 	}
 	return resp, nil
 }
-
-// listOffset answers one partition of a ListOffsets request.
-func listOffset(p *partition, ts int64, committed bool) (offset, timestamp int64, err error) {
-	hw := p.acc.HighWatermark()
-	if committed {
-		hw = p.txns.lso(hw)
-	}
-	switch ts {
-	case -2, -4:
-		return p.log.StartOffset(), -1, nil
-	case -1:
-		return hw, -1, nil
-	case -3:
-		maxTs, off := p.log.MaxTimestamp()
-		if off < 0 || off >= hw {
-			return -1, -1, nil
-		}
-		off = max(off, p.log.StartOffset())
-		found, at, err := findRecord(p, off, hw, func(rts int64) bool { return rts == maxTs })
-		if err != nil {
-			return 0, 0, err
-		}
-		if found < 0 {
-			return off, maxTs, nil
-		}
-		return found, at, nil
-	}
-	if ts < 0 {
-		return 0, 0, errCode(kerr.InvalidRequest, "timestamp %d is not a ListOffsets target", ts)
-	}
-	off, err := p.log.OffsetForTime(ts)
-	if err != nil {
-		return 0, 0, storageErr(err)
-	}
-	off = max(off, p.log.StartOffset()) // DeleteRecords may have cut into the batch found
-	if off >= hw {
-		return -1, -1, nil
-	}
-	found, at, err := findRecord(p, off, hw, func(rts int64) bool { return rts >= ts })
-	if err != nil {
-		return 0, 0, err
-	}
-	if found < 0 || found >= hw {
-		return -1, -1, nil
-	}
-	return found, at, nil
-}
-
-func storageErr(err error) error {
-	switch {
-	case errors.Is(err, storage.ErrOffsetOutOfRange):
-		return errCode(kerr.OffsetOutOfRange, "%v", err)
-	case errors.Is(err, storage.ErrClosed):
-		return errCode(kerr.NotLeaderForPartition, "%v", err)
-	}
-	return errCode(kerr.KafkaStorageError, "%v", err)
-}
-
-// findRecord reads the batch holding offset and returns the offset and
-// timestamp of its first record whose timestamp satisfies match. For a
-// compressed batch it returns the batch's base offset and max timestamp
-// when the batch's max timestamp matches. (-1, -1) when nothing matches.
-func findRecord(p *partition, offset, hw int64, match func(int64) bool) (int64, int64, error) {
-	s, err := p.log.Read(offset, hw, 1)
-	if err != nil {
-		return 0, 0, storageErr(err)
-	}
-	raw, err := s.Bytes()
-	if err != nil {
-		return 0, 0, storageErr(err)
-	}
-	if len(raw) == 0 {
-		return -1, -1, nil
-	}
-	h, err := batch.Validate(raw)
-	if err != nil {
-		return 0, 0, errCode(kerr.KafkaStorageError, "stored batch at offset %d: %v", offset, err)
-	}
-	if h.Compression() != 0 {
-		if match(h.MaxTimestamp) {
-			return h.BaseOffset, h.MaxTimestamp, nil
-		}
-		return -1, -1, nil
-	}
-	off, ts := int64(-1), int64(-1)
-	err = batch.Records(&h, raw, func(r *batch.Record) error {
-		if match(r.Timestamp) {
-			off, ts = h.BaseOffset+int64(r.OffsetDelta), r.Timestamp
-			return errFound
-		}
-		return nil
-	})
-	if err != nil && err != errFound {
-		return 0, 0, errCode(kerr.KafkaStorageError, "stored batch at offset %d: %v", offset, err)
-	}
-	return off, ts, nil
-}
-
-// errFound stops batch.Records at the record findRecord looks for.
-var errFound = errors.New("found")

@@ -138,7 +138,7 @@ func metadataTopic(t *topic) kmsg.MetadataResponseTopic {
 	mt.TopicID = t.id
 	for _, p := range t.parts {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.index
+		mp.Partition = p.Index()
 		mp.Leader = nodeID
 		mp.LeaderEpoch = 0
 		mp.Replicas = []int32{nodeID}

@@ -53,7 +53,7 @@ func handleOffsetForLeaderEpoch(r *request) (kmsg.Response, error) {
 				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
 			case rp.LeaderEpoch == 0:
 				sp.LeaderEpoch = 0
-				sp.EndOffset = t.parts[rp.Partition].acc.HighWatermark()
+				sp.EndOffset = t.parts[rp.Partition].HighWatermark()
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

@@ -45,18 +45,15 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
 	"github.com/sluicedb/sluice/internal/batch"
-	"github.com/sluicedb/sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/partition"
 )
 
 func init() { register(kmsg.Produce.Int16(), 3, 12, handleProduce) }
@@ -78,14 +75,14 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// append), so that queueing an append allocates nothing of its own.
 	type item struct {
 		sp    *kmsg.ProduceResponseTopicPartition
-		p     *partition
+		p     *partition.Partition
 		t     *topic
 		topic string
 		rp    *kmsg.ProduceRequestTopicPartition
 		pend  acceptor.Pending
 		ok    bool // queued
 		hdr   [1]batch.Header
-		ap    appendState
+		ap    partition.Append
 	}
 	n := 0
 	for i := range req.Topics {
@@ -132,10 +129,8 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		}
 		if err == nil {
 			ap := &it.ap
-			ap.wantEnd = req.Acks == -1
-			if req.TransactionID != nil {
-				ap.add = &txnAdd{implicit: req.Version >= 12}
-			}
+			ap.WantEnd = req.Acks == -1
+			ap.Implicit = req.TransactionID != nil && req.Version >= 12
 			it.pend, err = b.enqueue(context.Background(), it.p, it.rp.Records, hs, n, req.Acks == -1, ap)
 		}
 		if err != nil {
@@ -144,25 +139,25 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		}
 		it.ok = true
 	}
-	parallelProduce(items, func(i int) *partition { return items[i].p }, func(i int) { work(&items[i]) })
+	parallelProduce(items, func(i int) *partition.Partition { return items[i].p }, func(i int) { work(&items[i]) })
 	// The broker's traffic counters, shared by every connection, once
 	// per request rather than per partition.
 	var recs, bytes int64
 	for i := range items {
 		if items[i].ok {
-			recs += items[i].ap.n
+			recs += items[i].ap.Records()
 			bytes += int64(len(items[i].rp.Records))
 		}
 	}
-	b.traffic.in(recs, int(bytes))
+	b.traffic.In(recs, int(bytes))
 	finish := func() kmsg.Response {
 		for i := range items {
 			it := &items[i]
 			if !it.ok {
 				continue
 			}
-			base, err := b.wait(context.Background(), it.p, it.pend)
-			if aerr := it.ap.add.wait(); err == nil {
+			base, err := it.p.Wait(context.Background(), it.pend)
+			if aerr := it.ap.TxnWait(); err == nil {
 				err = aerr
 			}
 			if err != nil {
@@ -170,7 +165,7 @@ func handleProduce(r *request) (kmsg.Response, error) {
 				continue
 			}
 			it.sp.BaseOffset = base
-			it.sp.LogStartOffset = it.p.log.StartOffset()
+			it.sp.LogStartOffset = it.p.Log().StartOffset()
 		}
 		if req.Acks == 0 {
 			return nil
@@ -185,10 +180,10 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			if !it.ok {
 				continue
 			}
-			if !it.ap.wantEnd {
+			if !it.ap.WantEnd {
 				return false
 			}
-			if e := it.ap.end.Load(); e <= 0 || it.p.acc.HighWatermark() < e || !it.ap.add.done() {
+			if !it.p.Ready(it.ap.End()) || !it.ap.TxnDone() {
 				return false
 			}
 		}
@@ -210,7 +205,7 @@ const parallelMin = 128
 // partition's appends keep their order: a request's items are all queued
 // before the connection reads its next request, and a request naming a
 // partition twice runs on one goroutine.
-func parallelProduce[T any](items []T, part func(i int) *partition, do func(i int)) {
+func parallelProduce[T any](items []T, part func(i int) *partition.Partition, do func(i int)) {
 	n := len(items)
 	k := min(runtime.GOMAXPROCS(0), 4, n/(parallelMin/2))
 	if n < parallelMin || k < 2 {
@@ -219,7 +214,7 @@ func parallelProduce[T any](items []T, part func(i int) *partition, do func(i in
 		}
 		return
 	}
-	seen := make(map[*partition]struct{}, n)
+	seen := make(map[*partition.Partition]struct{}, n)
 	for i := range n {
 		if _, dup := seen[part(i)]; dup {
 			for i := range n {
@@ -259,150 +254,18 @@ func setProduceError(sp *kmsg.ProduceResponseTopicPartition, version int16, err 
 	}
 }
 
-// appendState is what one append to a partition carries through its
-// acceptor: the request, and what its Check needs. handleProduce keeps
-// one per partition inside the request's items, so that an append
-// allocates nothing of its own.
-type appendState struct {
-	req     acceptor.Request
-	b       *Broker
-	p       *partition
-	hs      []batch.Header
-	records []byte
-	n       int64
-	// wantEnd: set end (see enqueue). add (nil but for a transactional
-	// Produce) carries an implicit partition add (KIP-890) to the reply;
-	// tc is the coordinator that checks transactional batches.
-	wantEnd     bool
-	idem, txnal bool
-	end         atomic.Int64
-	add         *txnAdd
-	tc          *txn.Coordinator
-}
-
-// enqueue queues validated batches for a partition's acceptor. For
-// idempotent batches the producer-state check runs on the acceptor
-// goroutine, serialized with offset assignment (see producers.go); for
-// transactional ones so do the coordinator's check (the producer is the
-// current incarnation and added this partition to its ongoing
-// transaction) and the opening of the transaction on the partition, so
-// no batch can land after its transaction's marker. If ap.wantEnd,
-// ap.end is set on the acceptor goroutine to the offset after the append
-// once the append is accepted (not for a duplicate), so that a caller can
-// tell from the high watermark that the append is durable without
-// waiting. ap.add may be set by the caller (see appendState); enqueue
-// fills in the rest of ap, which must stay untouched until the append is
-// waited for.
-func (b *Broker) enqueue(ctx context.Context, p *partition, records []byte, hs []batch.Header, n int64, durable bool, ap *appendState) (acceptor.Pending, error) {
+// enqueue queues validated batches on a partition (Partition.Enqueue),
+// unless the disk guard refuses them. ap.WantEnd and ap.Implicit may be
+// set by the caller; enqueue sets the transaction coordinator that
+// checks transactional batches.
+func (b *Broker) enqueue(ctx context.Context, p *partition.Partition, records []byte, hs []batch.Header, n int64, durable bool, ap *partition.Append) (acceptor.Pending, error) {
 	if err := b.diskGuard(p); err != nil {
 		return acceptor.Pending{}, err
 	}
-	// Kafka's leader stamps its leader epoch on every batch it appends,
-	// whatever the producer sent (librdkafka sends 0, franz-go and Java
-	// -1); Sluice's is always 0 (Metadata says so). Consumers order
-	// commits by (epoch, offset): franz-go skipped commits of a -1 batch
-	// after a 0 one as going backwards. The field is outside the CRC.
-	for i, pos := 0, 0; i < len(hs); i++ {
-		batch.SetPartitionLeaderEpoch(records[pos:], 0)
-		hs[i].PartitionLeaderEpoch = 0
-		pos += hs[i].Size()
+	if tc := b.txnc.Load(); tc != nil {
+		ap.Txn = tc
 	}
-	// validateBatches parsed these bytes once (CRC32C included); its
-	// headers travel with them to storage, which reads them no more.
-	ap.b, ap.p, ap.hs, ap.records, ap.n = b, p, hs, records, n
-	ap.req = acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
-	for i := range hs {
-		ap.idem = ap.idem || hs[i].Idempotent()
-		ap.txnal = ap.txnal || hs[i].Transactional()
-	}
-	if ap.txnal {
-		if ap.tc = b.txnc.Load(); ap.tc == nil {
-			return acceptor.Pending{}, errCode(kerr.CoordinatorNotAvailable, "the transaction coordinator is not running")
-		}
-		// The coordinator's check takes its locks: on the partition's
-		// goroutine, never on the connection's.
-		ap.req.NoInline = true
-	}
-	ap.req.Check = ap.check
-	pend, err := p.acc.Enqueue(ctx, &ap.req)
-	if err == nil {
-		p.traffic.in(n, len(records))
-	}
-	return pend, appendError(p, err)
-}
-
-// check is the append's acceptor.Request.Check. Every append passes the
-// partition's snapshot point (snapshot.go) before its own check, and
-// counts toward the next snapshot once accepted.
-func (ap *appendState) check(base int64) (int64, bool, error) {
-	p := ap.p
-	ap.b.snapshotPoint(p, base)
-	switch {
-	case ap.txnal:
-		if err := ap.add.check(ap.tc, p, ap.hs, base); err != nil {
-			return 0, false, err
-		}
-		dupBase, dup, err := p.pids.check(ap.hs, base)
-		if err != nil || dup {
-			return dupBase, dup, err
-		}
-		off := base
-		for i := range ap.hs {
-			if ap.hs[i].Transactional() {
-				p.txns.begin(ap.hs[i].ProducerID, off)
-			}
-			off += int64(ap.hs[i].LastOffsetDelta) + 1
-		}
-	case ap.idem:
-		if dupBase, dup, err := p.pids.check(ap.hs, base); err != nil || dup {
-			return dupBase, dup, err
-		}
-	}
-	p.snaps.since += int64(len(ap.records))
-	if ap.wantEnd {
-		ap.end.Store(base + ap.n)
-	}
-	return 0, false, nil
-}
-
-// codeErr is errCode for a numeric Kafka error code.
-func codeErr(code int16, format string, args ...any) error {
-	ke, ok := kerr.ErrorForCode(code).(*kerr.Error)
-	if !ok {
-		ke = kerr.UnknownServerError
-	}
-	return errCode(ke, format, args...)
-}
-
-// wait waits for a queued append and returns its base offset (the
-// original one for a duplicate).
-func (b *Broker) wait(ctx context.Context, p *partition, pend acceptor.Pending) (int64, error) {
-	res, err := pend.Wait(ctx)
-	if err != nil {
-		return -1, appendError(p, err)
-	}
-	return res.BaseOffset, nil
-}
-
-// appendError maps an acceptor error to the Kafka error a client gets.
-func appendError(p *partition, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *codeError
-	switch {
-	case errors.As(err, &ce):
-		return err
-	case errors.Is(err, acceptor.ErrClosed):
-		return errCode(kerr.NotLeaderForPartition, "%s/%d is closing", p.topic, p.index)
-	case errors.Is(err, acceptor.ErrFailed):
-		return errCode(kerr.KafkaStorageError, "%s/%d: %v", p.topic, p.index, err)
-	case errors.Is(err, acceptor.ErrBadRequest):
-		return errCode(kerr.CorruptMessage, "%v", err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: %w", kerr.RequestTimedOut, err)
-	}
-	return fmt.Errorf("%w: %s/%d: %w", kerr.UnknownServerError, p.topic, p.index, err)
+	return p.Enqueue(ctx, records, hs, n, durable, ap)
 }
 
 // AppendBatch appends batch, one or more whole client-encoded
@@ -412,7 +275,7 @@ func appendError(p *partition, err error) error {
 // (an in-process caller always learns the offset). The topic is created
 // when it does not exist and auto-creation is on. batch is not modified.
 // Errors wrap the Kafka error (errors.Is(err, kerr.OutOfOrderSequenceNumber)).
-func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (baseOffset int64, err error) {
+func (b *Broker) AppendBatch(ctx context.Context, topic string, index int32, batch []byte, acks int16) (baseOffset int64, err error) {
 	if acks != 0 && acks != 1 && acks != -1 {
 		return -1, errCode(kerr.InvalidRequiredAcks, "acks=%d; use 0, 1 or -1", acks)
 	}
@@ -423,24 +286,24 @@ func (b *Broker) AppendBatch(ctx context.Context, topic string, partition int32,
 	if err != nil {
 		return -1, err
 	}
-	if partition < 0 || int(partition) >= len(t.parts) {
-		return -1, errCode(kerr.UnknownTopicOrPartition, "%s/%d does not exist", topic, partition)
+	if index < 0 || int(index) >= len(t.parts) {
+		return -1, errCode(kerr.UnknownTopicOrPartition, "%s/%d does not exist", topic, index)
 	}
-	p := t.parts[partition]
+	p := t.parts[index]
 	records := append([]byte(nil), batch...) // the acceptor writes base offsets in place
 	hs, n, err := validateBatches(nil, records, t.conf.maxMessageBytes)
 	if err == nil && t.conf.compact {
-		err = requireKeys(topic, partition, records)
+		err = requireKeys(topic, index, records)
 	}
 	if err != nil {
 		return -1, err
 	}
-	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1, new(appendState))
+	pend, err := b.enqueue(ctx, p, records, hs, n, acks == -1, new(partition.Append))
 	if err != nil {
 		return -1, err
 	}
-	b.traffic.in(n, len(records))
-	return b.wait(ctx, p, pend)
+	b.traffic.In(n, len(records))
+	return p.Wait(ctx, pend)
 }
 
 // CreateTopic creates a topic with the given partition count (-1: the

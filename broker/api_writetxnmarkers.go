@@ -44,9 +44,9 @@ func handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 				} else if p == nil {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
-					pend, err := r.b.enqueueMarker(p, encodeMarker(m.ProducerID, m.ProducerEpoch, m.Committed, ts), m.ProducerID, m.ProducerEpoch, m.Committed, m.ProducerEpoch)
+					pend, err := p.EnqueueMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.ProducerEpoch, ts)
 					if err == nil {
-						_, err = r.b.wait(context.Background(), p, pend)
+						_, err = p.Wait(context.Background(), pend)
 					}
 					rp.ErrorCode = codeOf(err)
 				}

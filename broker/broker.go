@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,8 @@ import (
 	"github.com/sluicedb/sluice/internal/auth"
 	"github.com/sluicedb/sluice/internal/cleaner"
 	"github.com/sluicedb/sluice/internal/groups"
+	"github.com/sluicedb/sluice/internal/meta"
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/txn"
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -44,9 +45,10 @@ const closeGrace = 10 * time.Second
 // partition (acceptors flush and fsync, logs write their checkpoints),
 // and last releases the data directory's lock.
 //
-// Lock order (see doc.go): adminMu, then mu, then conn.mu.
+// Lock order: docs/lockorder.md ("broker").
 type Broker struct {
 	cfg     cfg
+	layout  meta.Layout // the data directory's paths
 	fs      vfs.FS
 	metrics *metrics
 	accM    *acceptor.Metrics
@@ -65,7 +67,7 @@ type Broker struct {
 	// (create, delete, add partitions, producer-id reservation) and is
 	// held across their file I/O. Readers of topics take only mu.
 	adminMu sync.Mutex
-	cluster clusterMeta // guarded by adminMu
+	cluster meta.Cluster // guarded by adminMu
 	// dyn is the dynamic broker configuration; stored under adminMu,
 	// loaded by anyone (see dynamic).
 	dyn atomic.Pointer[dynamicConfig]
@@ -103,15 +105,13 @@ type Broker struct {
 
 	nextPID atomic.Int64 // next producer id InitProducerID hands out
 
-	// The snapshot writer goroutine (snapshotLoop in snapshot.go),
-	// started by New and stopped by Close (through stopCtx), writes the
-	// producer-state snapshots partitions queue on snapq and closes
-	// snapDone when it returns.
-	snapq    chan snapJob
-	snapDone chan struct{}
+	// snaps writes the partitions' periodic producer-state snapshots;
+	// started by New (its goroutine is the partition package's), stopped
+	// by Close before the partitions close.
+	snaps *partition.Snapshots
 
-	traffic traffic   // totals over every partition, deleted ones included
-	started time.Time // when New returned, for uptime
+	traffic partition.Traffic // totals over every partition, deleted ones included
+	started time.Time         // when New returned, for uptime
 
 	readyMu     sync.Mutex // guards readyChecks
 	readyChecks []readyCheck
@@ -167,12 +167,13 @@ func New(opts ...Opt) (*Broker, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	lock, err := storage.LockDir(c.fs, c.dataDir)
+	lock, err := storage.LockDir(c.fs, c.dataDir, meta.Layout{Root: c.dataDir}.Lock())
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{
 		cfg:         c,
+		layout:      meta.Layout{Root: c.dataDir},
 		fs:          c.fs,
 		topics:      map[string]*topic{},
 		byID:        map[[16]byte]*topic{},
@@ -180,20 +181,21 @@ func New(opts ...Opt) (*Broker, error) {
 		lock:        lock,
 		monitorDone: make(chan struct{}),
 		diskCh:      make(chan struct{}),
-		snapq:       make(chan snapJob, 64),
-		snapDone:    make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
 	b.accM = acceptor.NewMetrics(c.registerer)
 	b.syncs = make(chan struct{}, maxConcurrentSyncs)
 	b.stopCtx, b.stop = context.WithCancel(context.Background())
+	b.snaps = partition.NewSnapshots(c.snapshotInterval)
 	if err := b.openSecurity(); err != nil {
 		b.stop()
+		b.snaps.Close()
 		lock.Unlock()
 		return nil, err
 	}
 	if err := b.openWAL(); err != nil {
 		b.stop()
+		b.snaps.Close()
 		lock.Unlock()
 		return nil, err
 	}
@@ -205,13 +207,13 @@ func New(opts ...Opt) (*Broker, error) {
 		b.closePartitions()
 		b.closeWAL(false)
 		b.stop()
+		b.snaps.Close()
 		lock.Unlock()
 		return nil, err
 	}
 	b.startCleaner()
 	b.checkDisk()
 	go b.monitorDisk()
-	go b.snapshotLoop()
 	if c.registerer != nil {
 		c.registerer.MustRegister(&collector{b: b})
 	}
@@ -250,7 +252,7 @@ func (b *Broker) start() error {
 	first := lns[0].adv
 	g, err := groups.Open(groups.Config{
 		FS:              b.fs,
-		Dir:             filepath.Join(b.cfg.dataDir, groupsDir),
+		Dir:             b.layout.GroupsDir(),
 		NodeID:          nodeID,
 		Host:            first.host,
 		Port:            first.port,
@@ -259,7 +261,7 @@ func (b *Broker) start() error {
 		PartitionExists: b.partitionExists,
 		Topics:          b.groupTopics,
 		Consumer:        b.cfg.consumerGroups.groupsConfig(),
-		SyncPolicy:      b.cfg.fsync,
+		Fsync:           b.cfg.fsync,
 		WAL:             b.wal,
 		PendingTxnOffset: func(group, topic string, partition int32) bool {
 			tc := b.txnc.Load()
@@ -467,7 +469,7 @@ func (b *Broker) Close() error {
 		if err := b.cleaner.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: close log cleaner: %w", err))
 		}
-		<-b.snapDone
+		b.snaps.Close()
 		// The coordinators' logs write through the WAL too: if one did
 		// not fsync at close, the WAL still holds its acknowledged records.
 		coordClean := len(errs) == 0
@@ -497,12 +499,12 @@ func (b *Broker) closePartitions() error {
 	var errs []error
 	for _, t := range ts {
 		for _, p := range t.parts {
-			if p.acc.Err() != nil {
+			if p.Err() != nil {
 				// Failed and not healed: its log may hold less than it
 				// acknowledged, which the WAL still has.
 				b.walKeep = true
 			}
-			if err := p.closeSnapshot(b); err != nil {
+			if err := p.CloseClean(); err != nil {
 				errs = append(errs, err)
 			}
 		}

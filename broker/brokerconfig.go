@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/meta"
 )
 
 // KafkaVersion is the Kafka release whose protocol Sluice's API version
@@ -24,10 +24,6 @@ const KafkaVersion = "3.8"
 
 // interBrokerProtocolVersion is KafkaVersion as Kafka spells the setting.
 const interBrokerProtocolVersion = KafkaVersion + "-IV0"
-
-// brokerFile holds the dynamic broker configuration (AlterConfigs on a
-// broker resource), in the data directory.
-const brokerFile = "broker.json"
 
 // dynamicConfig is the broker configuration set at run time: resource
 // "0" (this broker, DYNAMIC_BROKER_CONFIG) and resource "" (the cluster
@@ -141,9 +137,10 @@ func (b *Broker) dynamic() *dynamicConfig {
 // loadDynamic reads broker.json (absent: nothing set dynamically). A
 // value that no longer checks is an error naming the file.
 func (b *Broker) loadDynamic() error {
-	var d dynamicConfig
-	name := filepath.Join(b.cfg.dataDir, brokerFile)
-	if err := readJSON(b.fs, name, &d); err != nil {
+	name := b.layout.BrokerFile()
+	m, err := b.layout.ReadBroker(b.fs)
+	d := dynamicConfig(m)
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			b.dyn.Store(&dynamicConfig{})
 			return nil
@@ -238,7 +235,7 @@ func (b *Broker) alterBrokerConfigs(resource string, edit configEdit, validateOn
 	if validateOnly {
 		return nil
 	}
-	if err := writeJSON(b.fs, filepath.Join(b.cfg.dataDir, brokerFile), next); err != nil {
+	if err := b.layout.WriteBroker(b.fs, meta.Broker(*next)); err != nil {
 		return errCode(kerr.KafkaStorageError, "persist broker configs: %v", err)
 	}
 	b.dyn.Store(next)
@@ -279,11 +276,11 @@ func (b *Broker) alterTopicConfigs(name string, edit configEdit, validateOnly bo
 	if validateOnly {
 		return nil
 	}
-	tm := topicMeta{ID: uuidString(t.id), Partitions: int32(len(t.parts)), Configs: conf.explicit}
+	tm := meta.Topic{ID: uuidString(t.id), Partitions: int32(len(t.parts)), Configs: conf.explicit}
 	if len(tm.Configs) == 0 {
 		tm.Configs = nil
 	}
-	if err := writeJSON(b.fs, filepath.Join(b.topicPath(name), topicFile), &tm); err != nil {
+	if err := b.layout.WriteTopic(b.fs, name, tm); err != nil {
 		return errCode(kerr.KafkaStorageError, "persist configs of %s: %v", name, err)
 	}
 	b.publishConfig(t, conf)
@@ -302,8 +299,8 @@ func (b *Broker) publishConfig(t *topic, conf topicConfig) {
 	}
 	b.mu.Unlock()
 	for _, p := range t.parts {
-		if err := p.log.SetConfig(conf.storage()); err != nil {
-			b.cfg.logger.Warn("partition config not applied", "topic", t.name, "partition", p.index, "err", err)
+		if err := p.Log().SetConfig(conf.storage()); err != nil {
+			b.cfg.logger.Warn("partition config not applied", "topic", t.name, "partition", p.Index(), "err", err)
 		}
 	}
 	if conf.compact && b.cleaner != nil {

@@ -103,7 +103,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descWALSegs, st.SegmentsZeroed, "zeroed")
 		gauge(descWALSize, float64(w.Size()))
 	}
-	tr := b.traffic.snapshot()
+	tr := trafficOf(&b.traffic)
 	counter(descRecordsIn, tr.RecordsIn)
 	counter(descBytesIn, tr.BytesIn)
 	counter(descRecordsOut, tr.RecordsOut)

@@ -31,15 +31,15 @@ func (b *Broker) cleanerTargets() []cleaner.Target {
 		}
 		for _, p := range t.parts {
 			ts = append(ts, cleaner.Target{
-				Name:              fmt.Sprintf("%s/%d", t.name, p.index),
-				Log:               p.log,
+				Name:              fmt.Sprintf("%s/%d", t.name, p.Index()),
+				Log:               p.Log(),
 				MinCleanableRatio: t.conf.minCleanableRatio,
 				MinCompactionLag:  msDuration(t.conf.minCompactionLagMs),
 				MaxCompactionLag:  msDuration(t.conf.maxCompactionLagMs),
 				DeleteRetention:   msDuration(t.conf.deleteRetentionMs),
 				SegmentBytes:      t.conf.segmentBytes,
-				StableOffset:      func() int64 { return p.txns.lso(p.acc.HighWatermark()) },
-				Aborted:           p.txns.abortedBatch,
+				StableOffset:      p.LastStableOffset,
+				Aborted:           p.AbortedBatch,
 			})
 		}
 	}

@@ -38,7 +38,7 @@ func TestCompactedTopicRefusesKeylessRecords(t *testing.T) {
 // value at its original offset, in fewer records than were produced.
 func TestBackgroundCompaction(t *testing.T) {
 	tb := startTest(t, CleanerInterval(20*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, generous for loaded machines
 	defer cancel()
 	if _, err := tb.admin().CreateTopic(ctx, 1, 1, map[string]*string{
 		"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"), "min.cleanable.dirty.ratio": sp("0.01"),
@@ -57,7 +57,7 @@ func TestBackgroundCompaction(t *testing.T) {
 		}
 		latest[k], offsetOf[k] = v, r.Offset
 	}
-	waitUntil(t, "the cleaner to remove records", func() bool { return tb.b.CleanerStats().RecordsRemoved > 0 })
+	WaitFor(t, "the cleaner to remove records", func() bool { return tb.b.CleanerStats().RecordsRemoved > 0 })
 
 	got := map[string]string{}
 	count := 0
@@ -92,25 +92,13 @@ func TestBackgroundCompaction(t *testing.T) {
 	t.Logf("%d of %d records remain; cleaner %+v", count, n, tb.b.CleanerStats())
 }
 
-// waitUntil polls cond (the event a test waits for) until it holds.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestCompactionWithTransactions: on a compacted topic, a committed
 // transaction's record is kept as its key's latest value, an aborted
 // transaction's records are removed by the cleaner (never taken for a
 // latest value), and the markers stay readable in order.
 func TestCompactionWithTransactions(t *testing.T) {
 	tb := startTest(t, CleanerInterval(20*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, generous for loaded machines
 	defer cancel()
 	if _, err := tb.admin().CreateTopic(ctx, 1, 1, map[string]*string{
 		"cleanup.policy": sp("compact"), "segment.bytes": sp("1024"), "min.cleanable.dirty.ratio": sp("0.01"),
@@ -145,7 +133,7 @@ func TestCompactionWithTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "a compaction pass over the transactions' segments", func() bool {
+	WaitFor(t, "a compaction pass over the transactions' segments", func() bool {
 		st := tb.b.CleanerStats()
 		return st.RecordsRemoved >= 20
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
@@ -97,7 +98,7 @@ func defaultCfg() cfg {
 		fs:                vfs.OS(),
 		partitionMetrics:  true,
 		authFailBase:      authFailBase,
-		snapshotInterval:  snapshotInterval,
+		snapshotInterval:  partition.DefaultSnapshotInterval,
 	}
 }
 
@@ -154,9 +155,9 @@ func ListenAddr(addr string) Opt { return opt(func(c *cfg) { c.listenAddr = addr
 func AdvertiseAddr(addr string) Opt { return opt(func(c *cfg) { c.advertiseAddr = addr }) }
 
 // Fsync sets when appended records are made durable. Default
-// acceptor.FsyncAlways: an acks=all reply means the records were fsynced
-// (Kafka's log.flush.interval.messages=1).
-func Fsync(p acceptor.FsyncPolicy) Opt { return opt(func(c *cfg) { c.fsync = p }) }
+// FsyncAlways: an acks=all reply means the records were fsynced (Kafka's
+// log.flush.interval.messages=1).
+func Fsync(p FsyncPolicy) Opt { return opt(func(c *cfg) { c.fsync = p.acceptorPolicy() }) }
 
 // AutoCreateTopics sets whether Metadata and Produce for an unknown topic
 // create it with DefaultPartitions partitions. Default true
@@ -237,7 +238,7 @@ func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }
 func withPreallocate(n int64) Opt { return opt(func(c *cfg) { c.preallocate = n }) }
 
 // WAL turns the write-ahead log shared by every partition on or off.
-// Default on; it only applies under acceptor.FsyncAlways. With it, a
+// Default on; it only applies under FsyncAlways. With it, a
 // group commit of small appends to many partitions costs one fdatasync
 // of the WAL instead of one per partition; each partition's segment file
 // is fsynced in the background. Off, every partition fsyncs its own

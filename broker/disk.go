@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
@@ -107,7 +108,7 @@ func (b *Broker) monitorDisk() {
 
 // diskGuard refuses an append to p while free space is below the
 // watermark.
-func (b *Broker) diskGuard(p *partition) error {
+func (b *Broker) diskGuard(p *partition.Partition) error {
 	d := b.disk.Load()
 	if d == nil || !d.low {
 		return nil
@@ -115,7 +116,7 @@ func (b *Broker) diskGuard(p *partition) error {
 	return errCode(kerr.KafkaStorageError,
 		"%s/%d: disk full: %d bytes free on the data directory's filesystem, below the low watermark of %d bytes; "+
 			"produce is refused until space is freed (retention, deleting topics, or more disk)",
-		p.topic, p.index, d.free, d.watermark)
+		p.Topic(), p.Index(), d.free, d.watermark)
 }
 
 // DiskFree reports the data directory filesystem's free bytes as last

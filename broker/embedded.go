@@ -49,7 +49,7 @@ func (b *Broker) LoginFailed(host string) time.Duration {
 // Allowed reports whether User:user, connected from host, may perform op
 // on the resource of type rt called name, as the broker decides a Kafka
 // request: always true with authorization off; superusers may do
-// anything; otherwise the ACLs decide (see internal/auth.Authorizer).
+// anything; otherwise the ACLs decide (Kafka's ACL semantics: an ALLOW binding grants, a DENY binding wins).
 // The cluster resource is named "kafka-cluster".
 func (b *Broker) Allowed(user, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
 	if b.authz == nil {

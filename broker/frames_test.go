@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -121,9 +122,9 @@ func testProduceFramesReused(t *testing.T, wal bool) {
 // goroutines, each item done exactly once; a small request, or one that
 // names a partition twice, runs in order on the caller.
 func TestParallelProduce(t *testing.T) {
-	parts := make([]*partition, 1000)
+	parts := make([]*partition.Partition, 1000)
 	for i := range parts {
-		parts[i] = &partition{index: int32(i)}
+		parts[i] = new(partition.Partition)
 	}
 	for _, c := range []struct {
 		name   string
@@ -136,7 +137,7 @@ func TestParallelProduce(t *testing.T) {
 		{"many with a partition twice", 1000, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			items := make([]*partition, c.n)
+			items := make([]*partition.Partition, c.n)
 			copy(items, parts)
 			if c.dup {
 				items[c.n-1] = items[0]
@@ -144,7 +145,7 @@ func TestParallelProduce(t *testing.T) {
 			var mu sync.Mutex // guards order
 			var order []int
 			done := make([]int, c.n)
-			parallelProduce(items, func(i int) *partition { return items[i] }, func(i int) {
+			parallelProduce(items, func(i int) *partition.Partition { return items[i] }, func(i int) {
 				mu.Lock()
 				order = append(order, i)
 				mu.Unlock()

@@ -125,18 +125,6 @@ func (c *groupConsumer) close() {
 	<-c.done
 }
 
-// waitFor polls cond until it holds or the (generous) deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func describe(t testing.TB, cl *kgo.Client, group string) kadm.DescribedGroup {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -164,27 +152,27 @@ func TestGroupConsumersExactlyOnceAcrossRebalances(t *testing.T) {
 			c.close()
 		}
 	}()
-	waitFor(t, "3 stable members", func() bool {
+	broker.WaitFor(t, "3 stable members", func() bool {
 		d := describe(t, admin, "g")
 		return d.State == "Stable" && len(d.Members) == 3
 	})
 	produceN(t, admin, "events", 0, phase)
-	waitFor(t, "phase 1", func() bool { n, _ := s.total(); return n == phase })
+	broker.WaitFor(t, "phase 1", func() bool { n, _ := s.total(); return n == phase })
 
 	// One member leaves.
 	cs[1].close()
 	cs = append(cs[:1], cs[2:]...)
 	produceN(t, admin, "events", phase, phase)
-	waitFor(t, "phase 2", func() bool { n, _ := s.total(); return n == 2*phase })
+	broker.WaitFor(t, "phase 2", func() bool { n, _ := s.total(); return n == 2*phase })
 
 	// One joins.
 	cs = append(cs, startConsumer(t, b.Addr(), "g", "events", s))
-	waitFor(t, "3 stable members again", func() bool {
+	broker.WaitFor(t, "3 stable members again", func() bool {
 		d := describe(t, admin, "g")
 		return d.State == "Stable" && len(d.Members) == 3
 	})
 	produceN(t, admin, "events", 2*phase, phase)
-	waitFor(t, "phase 3", func() bool { n, _ := s.total(); return n == 3*phase })
+	broker.WaitFor(t, "phase 3", func() bool { n, _ := s.total(); return n == 3*phase })
 
 	// Every record exactly once; nothing more arrives.
 	time.Sleep(300 * time.Millisecond)
@@ -219,7 +207,7 @@ func TestGroupCommittedOffsetsSurviveRestart(t *testing.T) {
 	produceN(t, cl, "t", 0, 30)
 	s := &seen{n: map[string]int{}}
 	c := startConsumer(t, b.Addr(), "g", "t", s)
-	waitFor(t, "30 records", func() bool { n, _ := s.total(); return n == 30 })
+	broker.WaitFor(t, "30 records", func() bool { n, _ := s.total(); return n == 30 })
 	c.close()
 	ctx := context.Background()
 	before, err := kadm.NewClient(cl).FetchOffsets(ctx, "g")
@@ -253,7 +241,7 @@ func TestGroupCommittedOffsetsSurviveRestart(t *testing.T) {
 	s2 := &seen{n: map[string]int{}}
 	c2 := startConsumer(t, b2.Addr(), "g", "t", s2)
 	defer c2.close()
-	waitFor(t, "10 new records", func() bool { n, _ := s2.total(); return n == 10 })
+	broker.WaitFor(t, "10 new records", func() bool { n, _ := s2.total(); return n == 10 })
 	time.Sleep(200 * time.Millisecond)
 	s2.mu.Lock()
 	defer s2.mu.Unlock()
@@ -271,7 +259,7 @@ func TestGroupSessionTimeoutRemovesSilentMember(t *testing.T) {
 	s := &seen{n: map[string]int{}}
 	c := startConsumer(t, b.Addr(), "g", "t", s)
 	defer c.close()
-	waitFor(t, "1 stable member", func() bool {
+	broker.WaitFor(t, "1 stable member", func() bool {
 		d := describe(t, admin, "g")
 		return d.State == "Stable" && len(d.Members) == 1
 	})
@@ -306,7 +294,7 @@ func TestGroupSessionTimeoutRemovesSilentMember(t *testing.T) {
 	if err != nil || sresp.ErrorCode != 0 {
 		t.Fatalf("raw SyncGroup: %v %+v", err, sresp)
 	}
-	waitFor(t, "the silent member's removal and the rebalance", func() bool {
+	broker.WaitFor(t, "the silent member's removal and the rebalance", func() bool {
 		d := describe(t, admin, "g")
 		if d.State != "Stable" || len(d.Members) != 1 {
 			return false
@@ -341,7 +329,7 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 	}()
 	gen := func(id string) int32 { _, g := cs[id].cl.GroupMetadata(); return g }
 	var settled int32
-	waitFor(t, "the group to settle", func() bool {
+	broker.WaitFor(t, "the group to settle", func() bool {
 		d := describe(t, admin, "g")
 		if d.State != "Stable" || len(d.Members) != 2 || gen("a") != gen("b") {
 			return false
@@ -355,7 +343,7 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 		other := map[string]string{"a": "b", "b": "a"}[restart]
 		cs[restart].close() // a static member does not leave on close
 		cs[restart] = static(restart)
-		waitFor(t, restart+"'s restart to join", func() bool { id, _ := cs[restart].cl.GroupMetadata(); return id != "" })
+		broker.WaitFor(t, restart+"'s restart to join", func() bool { id, _ := cs[restart].cl.GroupMetadata(); return id != "" })
 		if g := gen(restart); g != settled {
 			t.Fatalf("restarted static member %s is in generation %d, the group was in %d", restart, g, settled)
 		}
@@ -409,7 +397,7 @@ func joinStorm(t testing.TB, addr string, round, groups, members int) time.Durat
 		names[g] = fmt.Sprintf("storm-%d-%d", round, g)
 	}
 	adm := kadm.NewClient(admin)
-	waitFor(t, "every storm group to be stable", func() bool {
+	broker.WaitFor(t, "every storm group to be stable", func() bool {
 		ds, err := adm.DescribeGroups(context.Background(), names...)
 		if err != nil {
 			return false

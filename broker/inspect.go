@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/sluicedb/sluice/internal/partition"
 )
 
 // Info describes the broker process.
@@ -53,7 +54,7 @@ func (b *Broker) Info() Info {
 		in.Topics++
 		for _, p := range t.parts {
 			in.Partitions++
-			in.DataBytes += p.log.Size()
+			in.DataBytes += p.Log().Size()
 		}
 	}
 	return in
@@ -140,16 +141,16 @@ func describeTopic(t *topic) TopicInfo {
 	return ti
 }
 
-func describePartition(p *partition) PartitionInfo {
+func describePartition(p *partition.Partition) PartitionInfo {
 	pi := PartitionInfo{
-		Partition:     p.index,
-		StartOffset:   p.log.StartOffset(),
-		HighWatermark: p.acc.HighWatermark(),
-		SizeBytes:     p.log.Size(),
-		Segments:      p.log.Segments(),
-		Traffic:       p.traffic.snapshot(),
+		Partition:     p.Index(),
+		StartOffset:   p.Log().StartOffset(),
+		HighWatermark: p.HighWatermark(),
+		SizeBytes:     p.Log().Size(),
+		Segments:      p.Log().Segments(),
+		Traffic:       trafficOf(p.Traffic()),
 	}
-	if err := p.acc.Err(); err != nil {
+	if err := p.Err(); err != nil {
 		pi.Error = err.Error()
 	}
 	return pi
@@ -194,7 +195,7 @@ func (b *Broker) Groups() []GroupInfo {
 		for _, o := range s.Offsets {
 			off := GroupOffsetInfo{Topic: o.Topic, Partition: o.Partition, Committed: o.Offset, HighWatermark: -1}
 			if p := b.partition(o.Topic, o.Partition); p != nil {
-				off.HighWatermark = p.acc.HighWatermark()
+				off.HighWatermark = p.HighWatermark()
 				off.Lag = max(off.HighWatermark-max(o.Offset, 0), 0)
 			}
 			gi.Lag += off.Lag
@@ -230,7 +231,7 @@ type Stats struct {
 func (b *Broker) Stats() Stats {
 	s := Stats{
 		Time:         time.Now(),
-		Traffic:      b.traffic.snapshot(),
+		Traffic:      trafficOf(&b.traffic),
 		Requests:     map[string]uint64{},
 		Connections:  b.connCount.Load(),
 		FsyncSeconds: histogramOf(b.accM.FsyncSeconds),
@@ -301,8 +302,8 @@ func (b *Broker) Ready() error {
 	}
 	for _, t := range b.sortedTopics() {
 		for _, p := range t.parts {
-			if err := p.acc.Err(); err != nil {
-				return fmt.Errorf("%w: partition %s/%d is not open: %w", ErrNotReady, p.topic, p.index, err)
+			if err := p.Err(); err != nil {
+				return fmt.Errorf("%w: partition %s/%d is not open: %w", ErrNotReady, p.Topic(), p.Index(), err)
 			}
 		}
 	}

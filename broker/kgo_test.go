@@ -9,62 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// testBroker is a broker that a test can restart on the same directory
-// and port.
-type testBroker struct {
-	t    testing.TB
-	dir  string
-	addr string
-	opts []Opt
-	b    *Broker
-}
-
-func startTest(t testing.TB, opts ...Opt) *testBroker {
-	t.Helper()
-	tb := &testBroker{t: t, dir: t.TempDir(), addr: "127.0.0.1:0", opts: opts}
-	tb.start()
-	t.Cleanup(tb.stop)
-	return tb
-}
-
-func (tb *testBroker) start() {
-	tb.t.Helper()
-	b, err := New(append([]Opt{DataDir(tb.dir), ListenAddr(tb.addr)}, tb.opts...)...)
-	if err != nil {
-		tb.t.Fatalf("New: %v", err)
-	}
-	if err := b.Start(); err != nil {
-		b.Close()
-		tb.t.Fatalf("Start: %v", err)
-	}
-	tb.b, tb.addr = b, b.Addr()
-}
-
-func (tb *testBroker) stop() {
-	if tb.b != nil {
-		if err := tb.b.Close(); err != nil {
-			tb.t.Errorf("Close: %v", err)
-		}
-		tb.b = nil
-	}
-}
-
-func (tb *testBroker) restart() {
-	tb.t.Helper()
-	tb.stop()
-	tb.start()
-}
-
-func (tb *testBroker) client(opts ...kgo.Opt) *kgo.Client {
-	tb.t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(tb.addr)}, opts...)...)
-	if err != nil {
-		tb.t.Fatalf("kgo.NewClient: %v", err)
-	}
-	tb.t.Cleanup(cl.Close)
-	return cl
-}
-
 func testRecord(topic string, i int) *kgo.Record {
 	return &kgo.Record{
 		Topic: topic,

@@ -21,22 +21,6 @@ import (
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
-// newBroker starts a broker with opts on dir and closes it at the end of
-// the test unless the test closed it first.
-func newBroker(t *testing.T, dir string, opts ...Opt) *Broker {
-	t.Helper()
-	b, err := New(append([]Opt{DataDir(dir), ListenAddr("127.0.0.1:0")}, opts...)...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if err := b.Start(); err != nil {
-		b.Close()
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 // treeState lists every file under dir with its size and modification
 // time, to show that something changed nothing.
 func treeState(t *testing.T, dir string) string {
@@ -84,7 +68,7 @@ func TestSecondBrokerOnLockedDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	b3 := newBroker(t, dir)
-	if off := b3.partition("t", 0).acc.HighWatermark(); off != 3 {
+	if off := b3.partition("t", 0).HighWatermark(); off != 3 {
 		t.Fatalf("reopened: high watermark %d, want 3", off)
 	}
 }
@@ -95,14 +79,14 @@ func waitHealthy(t *testing.T, b *Broker, topic string) {
 	timeout := time.After(30 * time.Second)
 	for _, p := range b.lookup(topic).parts {
 		for {
-			ch := p.acc.HealthChanged()
-			if p.acc.Err() == nil {
+			ch := p.HealthChanged()
+			if p.Err() == nil {
 				break
 			}
 			select {
 			case <-ch:
 			case <-timeout:
-				t.Fatalf("%s/%d did not heal: %v", topic, p.index, p.acc.Err())
+				t.Fatalf("%s/%d did not heal: %v", topic, p.Index(), p.Err())
 			}
 		}
 	}
@@ -356,8 +340,8 @@ func TestDiskGuard(t *testing.T) {
 		t.Fatal("the disk filled up: the guard refused too late")
 	}
 	for _, p := range b.lookup(topic).parts {
-		if err := p.acc.Err(); err != nil {
-			t.Fatalf("%s/%d failed under the guard: %v", topic, p.index, err)
+		if err := p.Err(); err != nil {
+			t.Fatalf("%s/%d failed under the guard: %v", topic, p.Index(), err)
 		}
 	}
 	if free, low := b.DiskFree(); !low || free >= 1<<20 {
@@ -403,7 +387,7 @@ func testEIOThenHealthy(t *testing.T, wal bool) {
 	f.produceOK(c) // offsets 0..4
 
 	p := b.partition(topic, 0)
-	health := p.acc.HealthChanged()
+	health := p.HealthChanged()
 	mem.Inject(func(op vfs.Op) error {
 		if op.Kind == vfs.OpSync && failing(op.Name) {
 			return vfs.Errno(op, syscall.EIO)
@@ -415,7 +399,7 @@ func testEIOThenHealthy(t *testing.T, wal bool) {
 		t.Fatalf("produce under EIO: %v %q; want KAFKA_STORAGE_ERROR naming EIO", kerr.ErrorForCode(code), msg)
 	}
 	<-health
-	if hw := p.acc.HighWatermark(); hw != fillRecords {
+	if hw := p.HighWatermark(); hw != fillRecords {
 		t.Fatalf("high watermark %d after the failed fsync, want %d", hw, fillRecords)
 	}
 	if got := readAll(t, b.Addr(), topic); len(got[0]) != fillRecords {
@@ -423,11 +407,11 @@ func testEIOThenHealthy(t *testing.T, wal bool) {
 	}
 	mem.Inject(nil)
 	waitHealthy(t, b, topic)
-	if next := p.log.NextOffset(); next != fillRecords {
+	if next := p.Log().NextOffset(); next != fillRecords {
 		t.Fatalf("healed log ends at %d, want %d: unsynced bytes were kept", next, fillRecords)
 	}
 	f.produceOK(c) // offsets 5..9
-	if hw := p.acc.HighWatermark(); hw != 2*fillRecords {
+	if hw := p.HighWatermark(); hw != 2*fillRecords {
 		t.Fatalf("high watermark %d, want %d", hw, 2*fillRecords)
 	}
 	crashed := mem.CrashClone(vfs.CrashOptions{})
@@ -598,7 +582,7 @@ func TestAdminUnderFaults(t *testing.T) {
 	if err := b2.addPartitions("kept", 3, false); err != nil {
 		t.Fatal(err)
 	}
-	if hw := b2.partition("kept", 2).acc.HighWatermark(); hw != 0 {
+	if hw := b2.partition("kept", 2).HighWatermark(); hw != 0 {
 		t.Fatalf("new partition 2 holds %d records, want none", hw)
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,7 +130,7 @@ func SASLMechanisms(ms ...string) Opt {
 }
 
 // Authorization turns ACL checks on: every request is checked against
-// the ACLs (see internal/auth.Authorizer). Default off: every client may
+// the ACLs (Kafka's ACL semantics: an ALLOW binding grants, a DENY binding wins). Default off: every client may
 // do everything (authorizer.class.name unset).
 func Authorization(on bool) Opt { return opt(func(c *cfg) { c.authorize = on }) }
 
@@ -293,9 +292,6 @@ func certPrincipal(cs tls.ConnectionState) string {
 	return "User:" + sub.String()
 }
 
-// securityDir holds the credential and ACL stores, under the data directory.
-const securityDir = "security"
-
 // openSecurity loads TLS certificates and opens the credential and ACL
 // stores, creating the bootstrap user when the store is empty.
 func (b *Broker) openSecurity() error {
@@ -303,7 +299,7 @@ func (b *Broker) openSecurity() error {
 	if b.tls, err = newTLSState(&b.cfg); err != nil {
 		return err
 	}
-	dir := filepath.Join(b.cfg.dataDir, securityDir)
+	dir := b.layout.SecurityDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,23 +18,22 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // partitionState renders a partition's producer state and transaction
 // index (and its last stable offset) for comparison.
-func partitionState(p *partition) string {
-	return fmt.Sprintf("%+v lso=%d", *p.snapshot(), p.txns.lso(p.acc.HighWatermark()))
-}
+func partitionState(p *partition.Partition) string { return p.DescribeState() }
 
 // rescanState is the state a scan of p's whole log rebuilds.
-func rescanState(t *testing.T, p *partition) string {
+func rescanState(t *testing.T, p *partition.Partition) string {
 	t.Helper()
-	q := &partition{log: p.log, pids: newProducerTable(), txns: newTxnIndex(), acc: p.acc}
-	if err := rebuildState(p.log, p.log.StartOffset(), q.pids, q.txns); err != nil {
+	s, err := p.RescanState()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return partitionState(q)
+	return s
 }
 
 // moveSnapshotsPastEnd rewrites every snapshot in dir as one of an
@@ -40,7 +41,7 @@ func rescanState(t *testing.T, p *partition) string {
 // after the snapshots were written leaves them.
 func moveSnapshotsPastEnd(t *testing.T, fs vfs.FS, dir string) {
 	t.Helper()
-	offs, err := listSnapshots(fs, dir)
+	offs, err := partition.SnapshotOffsets(fs, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,20 +49,26 @@ func moveSnapshotsPastEnd(t *testing.T, fs vfs.FS, dir string) {
 		t.Fatalf("no producer snapshot in %s", dir)
 	}
 	for _, off := range offs {
-		name := filepath.Join(dir, snapshotName(off))
-		data, err := readFile(fs, name)
+		name := partition.SnapshotPath(dir, off)
+		data, err := vfs.ReadFile(fs, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := decodeSnapshot(data)
-		if err != nil {
+		// The documented format: a header line with the CRC32C of the
+		// JSON body that follows it.
+		_, body, _ := bytes.Cut(data, []byte{'\n'})
+		var s map[string]any
+		if err := json.Unmarshal(body, &s); err != nil {
 			t.Fatal(err)
 		}
-		s.Next += 1 << 30
-		if data, err = encodeSnapshot(s); err != nil {
+		next := int64(s["next"].(float64)) + 1<<30
+		s["next"] = next
+		if body, err = json.Marshal(s); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeFileAtomic(fs, filepath.Join(dir, snapshotName(s.Next)), data); err != nil {
+		body = append(body, '\n')
+		data = append(fmt.Appendf(nil, "sluice-producers v2 crc32c=%08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))), body...)
+		if err := vfs.WriteFileAtomic(fs, partition.SnapshotPath(dir, next), data); err != nil {
 			t.Fatal(err)
 		}
 		if err := fs.Remove(name); err != nil {
@@ -73,13 +80,13 @@ func moveSnapshotsPastEnd(t *testing.T, fs vfs.FS, dir string) {
 // corruptSnapshot flips a byte in the body of the snapshot at off.
 func corruptSnapshot(t *testing.T, fs vfs.FS, dir string, off int64) {
 	t.Helper()
-	name := filepath.Join(dir, snapshotName(off))
-	data, err := readFile(fs, name)
+	name := partition.SnapshotPath(dir, off)
+	data, err := vfs.ReadFile(fs, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data[len(data)-10] ^= 0x01
-	if err := writeFileAtomic(fs, name, data); err != nil {
+	if err := vfs.WriteFileAtomic(fs, name, data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -95,7 +102,7 @@ func snapshotWorkload(t *testing.T, mem *vfs.MemFS, topic string) *Broker {
 	var created int
 	third := make(chan struct{})
 	mem.Inject(func(op vfs.Op) error {
-		if op.Kind == vfs.OpCreate && strings.HasPrefix(filepath.Base(op.Name), snapshotPrefix) {
+		if op.Kind == vfs.OpCreate && strings.HasPrefix(filepath.Base(op.Name), "producers-") {
 			if created++; created == 3 {
 				close(third)
 			}
@@ -164,7 +171,7 @@ func TestProducerSnapshotCrash(t *testing.T) {
 		t.Fatalf("the workload left no open or no aborted transaction: %s", before)
 	}
 
-	reopen := func(t *testing.T, fs *vfs.MemFS) *partition {
+	reopen := func(t *testing.T, fs *vfs.MemFS) *partition.Partition {
 		t.Helper()
 		cb := newBroker(t, "/data", withFS(fs), withSnapshotInterval(0))
 		p := cb.partition(topic, 0)
@@ -176,98 +183,61 @@ func TestProducerSnapshotCrash(t *testing.T) {
 		}
 		return p
 	}
-	dir := b.partition(topic, 0).dir
+	dir := b.partition(topic, 0).Dir()
 
 	t.Run("newest", func(t *testing.T) {
 		crashed := mem.CrashClone(vfs.CrashOptions{})
-		offs, err := listSnapshots(crashed, dir)
+		offs, err := partition.SnapshotOffsets(crashed, dir)
 		if err != nil || len(offs) == 0 {
 			t.Fatalf("no snapshot survived the crash (%v)", err)
 		}
 		p := reopen(t, crashed)
-		if !p.fromSnapshot || p.scannedFrom != offs[len(offs)-1] || p.scannedFrom <= p.log.StartOffset() {
-			t.Fatalf("recovery scanned from %d (from a snapshot: %v), want the newest snapshot's %d", p.scannedFrom, p.fromSnapshot, offs[len(offs)-1])
+		if !fromSnap(p) || scanned(p) != offs[len(offs)-1] || scanned(p) <= p.StartOffset() {
+			t.Fatalf("recovery scanned from %d (from a snapshot: %v), want the newest snapshot's %d", scanned(p), fromSnap(p), offs[len(offs)-1])
 		}
 	})
 	t.Run("corrupt", func(t *testing.T) {
 		crashed := mem.CrashClone(vfs.CrashOptions{})
-		offs, err := listSnapshots(crashed, dir)
+		offs, err := partition.SnapshotOffsets(crashed, dir)
 		if err != nil || len(offs) < 2 {
 			t.Fatalf("want two snapshots after the crash, have %v (%v)", offs, err)
 		}
 		newest, older := offs[len(offs)-1], offs[len(offs)-2]
 		corruptSnapshot(t, crashed, dir, newest)
 		p := reopen(t, crashed)
-		if !p.fromSnapshot || p.scannedFrom != older {
-			t.Fatalf("recovery scanned from %d (from a snapshot: %v), want the older snapshot's %d", p.scannedFrom, p.fromSnapshot, older)
+		if !fromSnap(p) || scanned(p) != older {
+			t.Fatalf("recovery scanned from %d (from a snapshot: %v), want the older snapshot's %d", scanned(p), fromSnap(p), older)
 		}
-		left, _ := listSnapshots(crashed, dir)
+		left, _ := partition.SnapshotOffsets(crashed, dir)
 		if slices.Contains(left, newest) {
 			t.Fatalf("the corrupt snapshot %d was kept: %v", newest, left)
 		}
 	})
 	t.Run("all corrupt", func(t *testing.T) {
 		crashed := mem.CrashClone(vfs.CrashOptions{})
-		offs, _ := listSnapshots(crashed, dir)
+		offs, _ := partition.SnapshotOffsets(crashed, dir)
 		for _, off := range offs {
 			corruptSnapshot(t, crashed, dir, off)
 		}
 		p := reopen(t, crashed)
-		if p.fromSnapshot || p.scannedFrom != p.log.StartOffset() {
-			t.Fatalf("recovery scanned from %d (from a snapshot: %v), want a full scan", p.scannedFrom, p.fromSnapshot)
+		if fromSnap(p) || scanned(p) != p.StartOffset() {
+			t.Fatalf("recovery scanned from %d (from a snapshot: %v), want a full scan", scanned(p), fromSnap(p))
 		}
 	})
 	t.Run("past the log end", func(t *testing.T) {
 		crashed := mem.CrashClone(vfs.CrashOptions{})
 		moveSnapshotsPastEnd(t, crashed, dir)
 		p := reopen(t, crashed)
-		if p.fromSnapshot {
-			t.Fatalf("a snapshot past the log end was used (scanned from %d)", p.scannedFrom)
+		if fromSnap(p) {
+			t.Fatalf("a snapshot past the log end was used (scanned from %d)", scanned(p))
 		}
-		left, _ := listSnapshots(crashed, dir)
+		left, _ := partition.SnapshotOffsets(crashed, dir)
 		for _, off := range left {
-			if off > p.log.NextOffset() {
-				t.Fatalf("snapshot %d past the log end %d was kept", off, p.log.NextOffset())
+			if off > p.NextOffset() {
+				t.Fatalf("snapshot %d past the log end %d was kept", off, p.NextOffset())
 			}
 		}
 	})
-}
-
-// TestSnapshotFormat: a snapshot file round-trips; a changed byte, a
-// missing header or another version is refused.
-func TestSnapshotFormat(t *testing.T) {
-	s := &producerSnapshot{Version: 2, Start: 3, Next: 40, MaxPID: 9,
-		Producers: []snapshotProducer{{PID: 9, Epoch: 1, Batches: [][3]int64{{0, 4, 3}, {5, 9, 20}}}},
-		Open:      []snapshotOpen{{PID: 9, First: 30}},
-		Aborted:   []snapshotAborted{{PID: 9, First: 10, Last: 15}}}
-	data, err := encodeSnapshot(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := decodeSnapshot(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprintf("%+v", *got) != fmt.Sprintf("%+v", *s) {
-		t.Fatalf("decoded %+v, encoded %+v", *got, *s)
-	}
-	for i := range data {
-		bad := bytes.Clone(data)
-		bad[i] ^= 0x04
-		if d, err := decodeSnapshot(bad); err == nil && fmt.Sprintf("%+v", *d) != fmt.Sprintf("%+v", *s) {
-			t.Fatalf("byte %d changed: decoded a different snapshot %+v", i, *d)
-		}
-	}
-	if _, err := decodeSnapshot(data[bytes.IndexByte(data, '\n')+1:]); err == nil {
-		t.Fatal("a body without its header line decoded")
-	}
-	s.Version = 1
-	if data, err = encodeSnapshot(s); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := decodeSnapshot(data); err == nil {
-		t.Fatal("version 1 decoded as a version 2 file")
-	}
 }
 
 // TestSnapshotKeep: a broker keeps only the newest snapshotKeep
@@ -276,21 +246,21 @@ func TestSnapshotKeep(t *testing.T) {
 	mem := vfs.NewMem()
 	const topic = "snap-keep"
 	b := snapshotWorkload(t, mem, topic)
-	dir := b.partition(topic, 0).dir
+	dir := b.partition(topic, 0).Dir()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	offs, err := listSnapshots(mem, dir)
+	offs, err := partition.SnapshotOffsets(mem, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(offs) > snapshotKeep {
+	if len(offs) > partition.SnapshotKeep {
 		t.Fatalf("%d snapshots kept: %v", len(offs), offs)
 	}
 	cb := newBroker(t, "/data", withFS(mem))
 	p := cb.partition(topic, 0)
-	if !p.fromSnapshot || p.scannedFrom != p.log.NextOffset() {
-		t.Fatalf("clean restart scanned from %d (from a snapshot: %v), log end %d", p.scannedFrom, p.fromSnapshot, p.log.NextOffset())
+	if !fromSnap(p) || scanned(p) != p.NextOffset() {
+		t.Fatalf("clean restart scanned from %d (from a snapshot: %v), log end %d", scanned(p), fromSnap(p), p.NextOffset())
 	}
 }
 
@@ -355,8 +325,8 @@ func TestProducerSnapshotKill(t *testing.T) {
 	if p == nil {
 		t.Fatal("topic snap-kill missing after SIGKILL")
 	}
-	if !p.fromSnapshot || p.scannedFrom <= p.log.StartOffset() {
-		t.Fatalf("recovery scanned from %d (from a snapshot: %v)", p.scannedFrom, p.fromSnapshot)
+	if !fromSnap(p) || scanned(p) <= p.StartOffset() {
+		t.Fatalf("recovery scanned from %d (from a snapshot: %v)", scanned(p), fromSnap(p))
 	}
 	if got, want := partitionState(p), rescanState(t, p); got != want {
 		t.Fatalf("recovered state\n%s\nfull scan\n%s", got, want)
@@ -392,8 +362,12 @@ func snapKillChild(t *testing.T, dir string) {
 		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(round%3 != 0)); err != nil {
 			t.Fatal(err)
 		}
-		if offs, err := listSnapshots(vfs.OS(), p.dir); err == nil && len(offs) >= 2 {
+		if offs, err := partition.SnapshotOffsets(vfs.OS(), p.Dir()); err == nil && len(offs) >= 2 {
 			fmt.Printf("snapshots %d\n", len(offs))
 		}
 	}
 }
+
+// scanned and fromSnap report where a partition's recovery scanned from.
+func scanned(p *partition.Partition) int64 { off, _ := p.RecoveredFrom(); return off }
+func fromSnap(p *partition.Partition) bool { _, ok := p.RecoveredFrom(); return ok }

@@ -1,23 +1,8 @@
 package broker
 
-import "sync/atomic"
-
-// traffic counts records and bytes accepted by Produce (in) and sent by
-// Fetch (out). Records out are the offsets a fetch response covers from
-// the fetch offset on (a compacted log's gaps count too).
-type traffic struct {
-	recordsIn, bytesIn, recordsOut, bytesOut atomic.Int64
-}
-
-func (t *traffic) in(records int64, bytes int) {
-	t.recordsIn.Add(records)
-	t.bytesIn.Add(int64(bytes))
-}
-
-func (t *traffic) out(records int64, bytes int) {
-	t.recordsOut.Add(records)
-	t.bytesOut.Add(int64(bytes))
-}
+import (
+	"github.com/sluicedb/sluice/internal/partition"
+)
 
 // Traffic is a snapshot of traffic counters, totals since the broker
 // (or the partition) was opened.
@@ -28,13 +13,16 @@ type Traffic struct {
 	BytesOut   int64 `json:"bytes_out"`   // record-batch bytes sent by Fetch
 }
 
-func (t *traffic) snapshot() Traffic {
-	return Traffic{t.recordsIn.Load(), t.bytesIn.Load(), t.recordsOut.Load(), t.bytesOut.Load()}
-}
-
 func (t *Traffic) add(o Traffic) {
 	t.RecordsIn += o.RecordsIn
 	t.BytesIn += o.BytesIn
 	t.RecordsOut += o.RecordsOut
 	t.BytesOut += o.BytesOut
+}
+
+// trafficOf reads a partition's counters.
+func trafficOf(t *partition.Traffic) Traffic {
+	var o Traffic
+	o.RecordsIn, o.BytesIn, o.RecordsOut, o.BytesOut = t.Load()
+	return o
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -14,13 +12,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicedb/sluice/internal/meta"
+	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/sluicedb/sluice/internal/txn"
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func txnCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, generous for loaded machines
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -97,7 +97,7 @@ func TestTxnCommitAbortIsolation(t *testing.T) {
 	}
 	check("running")
 	// 8 records and 5 markers.
-	if hw := tb.b.partition(topic, 0).acc.HighWatermark(); hw != 13 {
+	if hw := tb.b.partition(topic, 0).HighWatermark(); hw != 13 {
 		t.Fatalf("high watermark %d, want 13 (8 records, 5 markers)", hw)
 	}
 	cl.Close()
@@ -204,15 +204,18 @@ func TestTxnTimeoutAborts(t *testing.T) {
 	}
 	// Wait for the abort marker: the LSO reaches the high watermark.
 	p := tb.b.partition(topic, 0)
+	w := partition.NewWaiter()
+	w.Watch(p)
+	defer w.Stop()
 	for {
-		hw := p.acc.HighWatermark()
-		if hw == 2 && p.txns.lso(hw) == 2 {
+		hw := p.HighWatermark()
+		if hw == 2 && p.LastStableOffsetAt(hw) == 2 {
 			break
 		}
 		select {
-		case <-p.acc.HWChanged():
+		case <-w.C():
 		case <-ctx.Done():
-			t.Fatalf("transaction not aborted: hw %d lso %d", hw, p.txns.lso(hw))
+			t.Fatalf("transaction not aborted: hw %d lso %d", hw, p.LastStableOffsetAt(hw))
 		}
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err == nil {
@@ -286,8 +289,8 @@ func TestTxnAdminAPIs(t *testing.T) {
 		}
 	})
 	p := tb.b.partition(topic, 0)
-	if hw := p.acc.HighWatermark(); hw != 2 || p.txns.lso(hw) != 2 {
-		t.Fatalf("after the admin abort: hw %d lso %d, want 2 and 2", hw, p.txns.lso(hw))
+	if hw := p.HighWatermark(); hw != 2 || p.LastStableOffsetAt(hw) != 2 {
+		t.Fatalf("after the admin abort: hw %d lso %d, want 2 and 2", hw, p.LastStableOffsetAt(hw))
 	}
 	// The client's commit changes nothing on the partition: the record
 	// stays aborted.
@@ -367,26 +370,23 @@ func TestProducerSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := func() string {
-		p := tb.b.partition(topic, 0)
-		s := p.snapshot()
-		sort.Slice(s.Producers, func(i, j int) bool { return s.Producers[i].PID < s.Producers[j].PID })
-		return fmt.Sprintf("%+v lso=%d", *s, p.txns.lso(p.acc.HighWatermark()))
+		return tb.b.partition(topic, 0).DescribeState()
 	}
 	before := state()
 	tb.restart()
-	if !tb.b.partition(topic, 0).fromSnapshot {
+	if !fromSnap(tb.b.partition(topic, 0)) {
 		t.Fatal("clean restart did not use the producer snapshot")
 	}
-	fromSnap := state()
-	if fromSnap != before {
-		t.Fatalf("state from the snapshot %s, before the restart %s", fromSnap, before)
+	loaded := state()
+	if loaded != before {
+		t.Fatalf("state from the snapshot %s, before the restart %s", loaded, before)
 	}
 	// A snapshot whose offsets do not match the log is ignored.
 	tb.stop()
-	dir := filepath.Join(tb.dir, topicsDir, topic, "0")
+	dir := meta.Layout{Root: tb.dir}.PartitionDir(topic, 0)
 	moveSnapshotsPastEnd(t, vfs.OS(), dir)
 	tb.start()
-	if tb.b.partition(topic, 0).fromSnapshot {
+	if fromSnap(tb.b.partition(topic, 0)) {
 		t.Fatal("a snapshot that does not match the log was used")
 	}
 	if scanned := state(); scanned != before {
@@ -428,7 +428,7 @@ func TestTxnCommittedSince(t *testing.T) {
 		}
 		return found
 	}
-	end := p.log.NextOffset() // past c1 and its COMMIT marker
+	end := p.Log().NextOffset() // past c1 and its COMMIT marker
 	if !ask(0) || !ask(end-1) {
 		t.Fatalf("COMMIT marker at %d not found", end-1)
 	}

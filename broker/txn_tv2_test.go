@@ -67,7 +67,7 @@ func TestTxnVersion2(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := coord.Describe([]string{id})[0]
-			open := tb.b.partition(topic, 0).openTransactions()
+			open := tb.b.partition(topic, 0).OpenTransactions()
 			if len(open) != 1 || open[0].PID != st.PID || open[0].Epoch != st.Epoch || open[0].TP != (txn.TopicPartition{Topic: topic}) {
 				t.Fatalf("open transactions %+v, want producer %d epoch %d", open, st.PID, st.Epoch)
 			}
@@ -114,24 +114,24 @@ func TestTxnMarkerSkipsNewerEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := tb.b.partition(topic, 0)
-	open := p.openTransactions()
+	open := p.OpenTransactions()
 	if len(open) != 1 {
 		t.Fatalf("open transactions %+v", open)
 	}
 	o := open[0]
 	parts := []txn.TopicPartition{o.TP}
-	end := p.log.NextOffset()
+	end := p.Log().NextOffset()
 	if err := tb.b.writeMarkers(o.PID, o.Epoch, false, parts, o.Epoch-1); err != nil {
 		t.Fatal(err)
 	}
-	if p.log.NextOffset() != end || len(p.openTransactions()) != 1 {
+	if p.Log().NextOffset() != end || len(p.OpenTransactions()) != 1 {
 		t.Fatal("an older transaction's marker closed the open transaction of a newer epoch")
 	}
 	if err := tb.b.writeMarkers(o.PID, o.Epoch+1, false, parts, o.Epoch); err != nil {
 		t.Fatal(err)
 	}
-	if p.log.NextOffset() != end+1 || len(p.openTransactions()) != 0 {
-		t.Fatalf("the transaction's own marker did not close it (end %d -> %d)", end, p.log.NextOffset())
+	if p.Log().NextOffset() != end+1 || len(p.OpenTransactions()) != 0 {
+		t.Fatalf("the transaction's own marker did not close it (end %d -> %d)", end, p.Log().NextOffset())
 	}
 }
 

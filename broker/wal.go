@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
 	"github.com/sluicedb/sluice/internal/groups"
@@ -22,7 +21,7 @@ import (
 // (storage.Log.RecoverUpTo), so a full disk needs room only for the
 // tails' bytes to heal. 16 KiB keeps most of the CPU saved with 32 KiB
 // (one write per dozens of requests either way) at about half the
-// memory: docs/benchmarks.md, "Write-behind segment tail".
+// memory: docs/perf/2026-12-01-tuning-history.md, "Write-behind segment tail".
 const segmentWriteBehind = 16 << 10
 
 // openWAL reads the write-ahead log a previous run left in <data>/wal (if
@@ -31,7 +30,7 @@ const segmentWriteBehind = 16 << 10
 // exists only once a WAL was used: a broker that never ran with it does
 // not scan or create anything.
 func (b *Broker) openWAL() error {
-	dir := filepath.Join(b.cfg.dataDir, walDir)
+	dir := b.layout.WALDir()
 	if !b.cfg.wal || b.cfg.fsync != acceptor.FsyncAlways {
 		if _, err := b.fs.Stat(dir); err != nil {
 			return nil // no WAL to replay, none wanted
@@ -80,8 +79,8 @@ func (b *Broker) retireWALReplay() error {
 	if b.walReplay == nil {
 		return nil
 	}
-	for _, l := range []struct{ dir, name string }{{groupsDir, groups.WALName}, {txnDir, txn.WALName}} {
-		a, err := kvlog.ReplayWAL(b.fs, filepath.Join(b.cfg.dataDir, l.dir), l.name, b.walReplay, b.cfg.logger)
+	for _, l := range []struct{ dir, name string }{{b.layout.GroupsDir(), groups.WALName}, {b.layout.TransactionsDir(), txn.WALName}} {
+		a, err := kvlog.ReplayWAL(b.fs, l.dir, l.name, b.walReplay, b.cfg.logger)
 		if err != nil {
 			return fmt.Errorf("broker: %w", err)
 		}
@@ -95,7 +94,7 @@ func (b *Broker) retireWALReplay() error {
 	b.walReplay = nil
 	if b.walOff {
 		b.walOff = false
-		dir := filepath.Join(b.cfg.dataDir, walDir)
+		dir := b.layout.WALDir()
 		if err := b.fs.RemoveAll(dir); err != nil {
 			return fmt.Errorf("broker: remove %s: %w", dir, err)
 		}

@@ -97,8 +97,8 @@ func (p *BatchProducer[I, S]) Close(ctx context.Context) error { return p.p.clos
 // is done before its batch was flushed, which stops once the batch is
 // sealed. The engine owns both; wg counts them and Close waits for them.
 //
-// Lock order: engine.mu is the only lock held while calling out (to the
-// aggregator). The encoder's mutex is taken only by sinks, without mu.
+// Locks (docs/lockorder.md, "producer"): engine.mu is the only lock
+// held while calling out (to the aggregator). The encoder's mutex is taken only by sinks, without mu.
 type engine[I, T, S any] struct {
 	cfg   cfg
 	slots chan struct{} // in-flight slots (MaxInFlight); nil when unbounded

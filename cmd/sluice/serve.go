@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedb/sluice/broker"
-	"github.com/sluicedb/sluice/internal/acceptor"
 )
 
 func newServeCmd() *cobra.Command {
@@ -84,15 +83,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.partitions < 1 || o.partitions > math.MaxInt32 {
 		return usagef("serve: --partitions %d: want 1 to %d", o.partitions, math.MaxInt32)
 	}
-	var policy acceptor.FsyncPolicy
-	switch o.fsync {
-	case "always":
-		policy = acceptor.FsyncAlways
-	case "interval":
-		policy = acceptor.FsyncInterval
-	case "never":
-		policy = acceptor.FsyncNever
-	default:
+	policy, err := broker.ParseFsyncPolicy(o.fsync)
+	if err != nil {
 		return usagef("serve: --fsync %q: want always, interval or never", o.fsync)
 	}
 	if o.txnMaxTimeout <= 0 {

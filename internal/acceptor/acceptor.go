@@ -38,7 +38,7 @@ type partitionLog interface {
 // runMu. A produce request spread over many partitions then wakes no
 // partition goroutine at all.
 //
-// Lock order: sendMu, then runMu, then mu. Only runMu is held across
+// Lock order: docs/lockorder.md ("acceptor"). Only runMu is held across
 // I/O (a write, or a WAL append), and only while the run state is being
 // worked on; none is held while blocking on a waiter.
 type Acceptor struct {
@@ -341,6 +341,9 @@ func (a *Acceptor) setHW(off int64) {
 		a.hwCh = nil
 	}
 	a.mu.Unlock()
+	if a.cfg.HWAdvanced != nil {
+		a.cfg.HWAdvanced()
+	}
 }
 
 // HealthChanged returns a channel closed when the partition next fails

@@ -177,7 +177,7 @@ func TestFsyncPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%v/durable=%v", tt.policy, tt.durable), func(t *testing.T) {
-			fx := newFixture(t, func(c *Config) { c.Policy = tt.policy })
+			fx := newFixture(t, func(c *Config) { c.Fsync = tt.policy })
 			entered, syncGate := fx.gateSyncs()
 			r, o := mkReq(5, 10, 1, tt.durable)
 			c := goAppend(context.Background(), fx.a, r, o)
@@ -620,7 +620,7 @@ func TestFailure(t *testing.T) {
 		}
 	})
 	t.Run("failing Close reports the error", func(t *testing.T) {
-		fx := newFixture(t, func(c *Config) { c.Policy = FsyncNever })
+		fx := newFixture(t, func(c *Config) { c.Fsync = FsyncNever })
 		r, o := mkReq(1, 10, 0, true)
 		goAppend(context.Background(), fx.a, r, o).wait(t)
 		fx.f.set(func(f *fakeLog) { f.syncErr = cause })
@@ -766,7 +766,7 @@ func TestAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocation count is noisy under -short runs")
 	}
-	fx := newFixture(t, func(c *Config) { c.Policy = FsyncNever })
+	fx := newFixture(t, func(c *Config) { c.Fsync = FsyncNever })
 	req, _ := mkReq(1, 100, 0, false)
 	bg := context.Background()
 	allocs := testing.AllocsPerRun(2000, func() {

@@ -113,7 +113,7 @@ func benchAcceptor(b *testing.B, size int, fsync, coalesce, durable bool) {
 	cl := &countingLog{Log: l}
 	cfg := Config{NoCoalesce: !coalesce, RetentionCheck: -1}
 	if !fsync {
-		cfg.Policy = FsyncNever
+		cfg.Fsync = FsyncNever
 	}
 	a := start(cl, cfg)
 	tmpl := batchOfSize(size)

@@ -44,7 +44,7 @@ type Config struct {
 	QueueSize      int           // bounded queue of appends; default 4096
 	BufferSize     int           // coalescing buffer; default 1 MiB
 	FlushInterval  time.Duration // fsync at least this often under sustained load; default 1 s
-	Policy         FsyncPolicy   // default FsyncAlways
+	Fsync          FsyncPolicy   // default FsyncAlways
 	NoCoalesce     bool          // one write per append (benchmark baseline)
 	RetentionCheck time.Duration // how often retention runs; default 1 min; <0 never
 	Metrics        *Metrics      // nil: no metrics
@@ -84,6 +84,12 @@ type Config struct {
 	// state derived from the log (the broker's idempotent-producer
 	// table). An error keeps the partition failed; recovery is retried.
 	Recovered func() error
+
+	// HWAdvanced, if set, is called after each advance of the high
+	// watermark, by whoever advanced it (the acceptor goroutine or an
+	// inline append); it must not block (the partition's fetch waiters
+	// are signalled).
+	HWAdvanced func()
 
 	// NewTicker makes the flush and retention tickers: it returns a
 	// channel that ticks every d and a function that stops it. nil uses
@@ -144,8 +150,8 @@ func (c Config) withDefaults() Config {
 	if c.RetentionCheck == 0 {
 		c.RetentionCheck = DefaultRetentionCheck
 	}
-	if c.Policy < FsyncAlways || c.Policy > FsyncNever {
-		c.Policy = FsyncAlways // an unknown policy gets the safe one
+	if c.Fsync < FsyncAlways || c.Fsync > FsyncNever {
+		c.Fsync = FsyncAlways // an unknown policy gets the safe one
 	}
 	if c.NewTicker == nil {
 		c.NewTicker = realTicker
@@ -156,7 +162,7 @@ func (c Config) withDefaults() Config {
 	if c.WALMaxCycle <= 0 {
 		c.WALMaxCycle = DefaultWALMaxCycle
 	}
-	if c.Policy != FsyncAlways {
+	if c.Fsync != FsyncAlways {
 		c.WAL = nil // the WAL only replaces fsyncs that acks=all waits for
 	}
 	if c.HealBackoff <= 0 {

@@ -310,7 +310,7 @@ func (r *runState) idle() bool {
 		r.write(r.buf, r.bufHdrs)
 		return true
 	}
-	if r.cfg.Policy != FsyncAlways || r.failed != nil || r.syncing {
+	if r.cfg.Fsync != FsyncAlways || r.failed != nil || r.syncing {
 		return false
 	}
 	if r.ckptWanted {
@@ -350,7 +350,7 @@ func (r *runState) idle() bool {
 // onFlushTick fsyncs at least once per FlushInterval while appends keep
 // coming (FsyncAlways, FsyncInterval).
 func (r *runState) onFlushTick() {
-	if r.cfg.Policy == FsyncNever || r.failed != nil {
+	if r.cfg.Fsync == FsyncNever || r.failed != nil {
 		return
 	}
 	if len(r.pending) > 0 {
@@ -474,7 +474,7 @@ func (r *runState) track(w *waiter) {
 	switch {
 	case len(r.pending) > 0:
 		r.pending = append(r.pending, w)
-	case !w.durable || r.cfg.Policy != FsyncAlways || r.synced >= w.end:
+	case !w.durable || r.cfg.Fsync != FsyncAlways || r.synced >= w.end:
 		r.release(w, nil)
 	default:
 		r.unsynced = append(r.unsynced, w)
@@ -513,7 +513,7 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 	r.sinceSync += len(pending)
 	r.syncBytes += len(b)
 	r.prepared = false
-	always := r.cfg.Policy == FsyncAlways
+	always := r.cfg.Fsync == FsyncAlways
 	if !always {
 		// Published before any release, so that a released caller reads
 		// its own append.
@@ -750,7 +750,7 @@ func (r *runState) heal() {
 			err = r.healWAL()
 		}
 	} else {
-		err = r.a.log.Recover(r.cfg.Policy != FsyncAlways)
+		err = r.a.log.Recover(r.cfg.Fsync != FsyncAlways)
 	}
 	if err == nil && r.cfg.Recovered != nil {
 		err = r.cfg.Recovered()

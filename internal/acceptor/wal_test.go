@@ -577,7 +577,7 @@ func TestNoZerosAheadUnderWAL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeLog{t: t}
-			a := &Acceptor{log: f, cfg: Config{Policy: FsyncAlways, WAL: &wal.Handle{}}}
+			a := &Acceptor{log: f, cfg: Config{Fsync: FsyncAlways, WAL: &wal.Handle{}}}
 			r := &a.run
 			r.a, r.cfg = a, &a.cfg
 			r.written = 100 // appends written since the last fsync

@@ -65,9 +65,9 @@ type Config struct {
 	// than this many records and more than twice as many as are live.
 	// Default 10000.
 	CompactMinRecords int
-	// SyncPolicy is the internal log's fsync policy. Default
+	// Fsync is the internal log's fsync policy. Default
 	// acceptor.FsyncAlways: a commit is fsynced before it is acknowledged.
-	SyncPolicy acceptor.FsyncPolicy
+	Fsync acceptor.FsyncPolicy
 	// Topics, if set, returns every topic that exists, by name. Consumer
 	// groups (KIP-848) resolve their subscriptions against it; nil means
 	// no topic exists for them. It is called with no coordinator lock
@@ -75,7 +75,7 @@ type Config struct {
 	Topics func() map[string]TopicInfo
 	// Consumer configures consumer groups (KIP-848).
 	Consumer ConsumerConfig
-	// WAL, when set (SyncPolicy acceptor.FsyncAlways), is the shared
+	// WAL, when set (Fsync acceptor.FsyncAlways), is the shared
 	// write-ahead log the internal log's records are made durable
 	// through, under the name WALName (see kvlog.ReplayWAL).
 	WAL *wal.WAL

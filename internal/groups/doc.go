@@ -25,17 +25,9 @@
 // machine reaches the log only through the small store interface, so its
 // tests run over an in-memory store.
 //
-// # Lock order
+// # Locks
 //
-// Locks are taken in this order, never the reverse:
-//
-//	group.persistMu  (orders one group's log writes; held across the write)
-//	kvlog.Log.mu     (appends shared, compaction exclusive)
-//	Coordinator.mu   (the group map)
-//	group.mu         (one group's state)
-//	Coordinator.lifeMu (closed flag and timer accounting)
-//
-// No store call is made holding Coordinator.mu or a group.mu: a write's
+// The lock order is in docs/lockorder.md ("groups"). No store call is made holding Coordinator.mu or a group.mu: a write's
 // effect on memory is applied by the apply callback the store runs after
 // the write is durable. Waiters' reply callbacks run under group.mu and
 // never block. Config.PartitionExists runs under group.mu, after it in

@@ -35,7 +35,7 @@ func openLogStore(cfg Config, onCompact func()) (*logStore, error) {
 	l, err := kvlog.Open(kvlog.Config{
 		FS:                cfg.FS,
 		Dir:               cfg.Dir,
-		SyncPolicy:        cfg.SyncPolicy,
+		Fsync:             cfg.Fsync,
 		WAL:               cfg.WAL,
 		WALName:           WALName,
 		CompactMinRecords: cfg.CompactMinRecords,

@@ -61,8 +61,8 @@ var ErrClosed = errors.New("kvlog: closed")
 type Config struct {
 	FS  vfs.FS
 	Dir string
-	// SyncPolicy of the acceptor; default acceptor.FsyncAlways.
-	SyncPolicy acceptor.FsyncPolicy
+	// Fsync of the acceptor; default acceptor.FsyncAlways.
+	Fsync acceptor.FsyncPolicy
 	// CompactMinRecords: compact when the log holds more than this many
 	// records and more than twice as many as are live. Default 10000.
 	CompactMinRecords int
@@ -73,7 +73,7 @@ type Config struct {
 	Logger *slog.Logger
 	// OnCompact, if set, is called after each compaction (metrics).
 	OnCompact func()
-	// WAL, when set (SyncPolicy acceptor.FsyncAlways only), is the shared
+	// WAL, when set (Fsync acceptor.FsyncAlways only), is the shared
 	// write-ahead log the records are made durable through, in the same
 	// rounds as the partitions' appends; WALName names the log's entries
 	// there (see WALKey) and must not change between runs.
@@ -147,7 +147,7 @@ func Open(cfg Config) (*Log, error) {
 		fs:   cfg.FS,
 		dir:  cfg.Dir,
 		scfg: storageConfig(cfg.Logger),
-		acfg: acceptor.Config{Policy: cfg.SyncPolicy, RetentionCheck: -1, QueueSize: 1024,
+		acfg: acceptor.Config{Fsync: cfg.Fsync, RetentionCheck: -1, QueueSize: 1024,
 			Logger: cfg.Logger},
 		compactMin: int64(cfg.CompactMinRecords),
 		now:        func() int64 { return cfg.Now().UnixMilli() },
@@ -156,7 +156,7 @@ func Open(cfg Config) (*Log, error) {
 		stopCk:     make(chan struct{}),
 		ckDone:     make(chan struct{}),
 	}
-	if cfg.WAL != nil && cfg.SyncPolicy == acceptor.FsyncAlways {
+	if cfg.WAL != nil && cfg.Fsync == acceptor.FsyncAlways {
 		if cfg.WALName == "" {
 			return nil, errors.New("kvlog: Config.WALName is required with Config.WAL")
 		}

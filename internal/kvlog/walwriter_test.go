@@ -46,7 +46,7 @@ func openWithWALCompact(t *testing.T, fs vfs.FS, replay bool, compactMin int) (*
 		return nil, nil, nil, err
 	}
 	md := &model{m: map[string]int{}}
-	l, err := Open(Config{FS: fs, Dir: "kv", CompactMinRecords: compactMin, SyncPolicy: acceptor.FsyncAlways, WAL: w, WALName: "kv"})
+	l, err := Open(Config{FS: fs, Dir: "kv", CompactMinRecords: compactMin, Fsync: acceptor.FsyncAlways, WAL: w, WALName: "kv"})
 	if err != nil {
 		w.Close()
 		return nil, nil, nil, err

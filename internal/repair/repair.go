@@ -4,7 +4,6 @@ package repair
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicedb/sluice/internal/groups"
 	"github.com/sluicedb/sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/meta"
 	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/txn"
 	"github.com/sluicedb/sluice/internal/vfs"
 	"github.com/sluicedb/sluice/internal/wal"
 )
@@ -40,10 +42,11 @@ func Run(fs vfs.FS, o Options, out io.Writer) ([]storage.RepairReport, error) {
 	if o.Data == "" {
 		return nil, errors.New("repair: no data directory given")
 	}
-	if _, err := fs.Stat(filepath.Join(o.Data, "topics")); err != nil {
+	layout := meta.Layout{Root: o.Data}
+	if _, err := fs.Stat(layout.TopicsDir()); err != nil {
 		return nil, fmt.Errorf("repair: %s does not look like a Sluice data directory: %w", o.Data, err)
 	}
-	lock, err := storage.LockDir(fs, o.Data)
+	lock, err := storage.LockDir(fs, o.Data, layout.Lock())
 	if err != nil {
 		return nil, fmt.Errorf("repair: %w", err)
 	}
@@ -86,7 +89,8 @@ type logDir struct {
 // topic also the group and transaction coordinators' live logs
 // (groups/CURRENT and transactions/CURRENT name them).
 func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
-	root := filepath.Join(o.Data, "topics")
+	layout := meta.Layout{Root: o.Data}
+	root := layout.TopicsDir()
 	topics := []string{o.Topic}
 	if o.Topic == "" {
 		var err error
@@ -96,8 +100,8 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 	}
 	var dirs []logDir
 	for _, t := range topics {
-		id, idOK := topicID(fs, filepath.Join(root, t))
-		ents, err := fs.ReadDir(filepath.Join(root, t))
+		id, idOK := topicID(fs, layout, t)
+		ents, err := fs.ReadDir(layout.TopicDir(t))
 		if errors.Is(err, os.ErrNotExist) && o.Topic != "" {
 			return nil, fmt.Errorf("repair: topic %q does not exist in %s", o.Topic, o.Data)
 		}
@@ -105,20 +109,20 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 			return nil, fmt.Errorf("repair: list %s: %w", t, err)
 		}
 		for _, e := range ents {
-			n, err := strconv.ParseInt(e, 10, 32)
-			if err != nil || strconv.FormatInt(n, 10) != e || (o.Partition >= 0 && n != int64(o.Partition)) {
+			n, ok := meta.ParsePartitionDir(e)
+			if !ok || (o.Partition >= 0 && n != o.Partition) {
 				continue
 			}
-			d := logDir{name: t + "/" + e, path: filepath.Join(root, t, e)}
+			d := logDir{name: t + "/" + e, path: layout.PartitionDir(t, n)}
 			if idOK {
-				d.walKey = &wal.Key{Topic: id, Partition: int32(n)}
+				d.walKey = &wal.Key{Topic: id, Partition: n}
 			}
 			dirs = append(dirs, d)
 		}
 	}
 	if o.Topic == "" {
-		for _, sub := range []string{"groups", "transactions"} {
-			if d, gen, ok := coordinatorLog(fs, o.Data, sub); ok {
+		for _, sub := range []string{groups.WALName, txn.WALName} {
+			if d, gen, ok := coordinatorLog(fs, layout.CoordinatorDir(sub)); ok {
 				k := kvlog.WALKey(sub, gen)
 				dirs = append(dirs, logDir{name: sub, path: d, walKey: &k})
 			}
@@ -131,10 +135,9 @@ func logDirs(fs vfs.FS, o Options) ([]logDir, error) {
 }
 
 // coordinatorLog returns the live log directory of the coordinator whose
-// state is in data/sub (its CURRENT file names it) and its generation,
-// if any.
-func coordinatorLog(fs vfs.FS, data, sub string) (string, int, bool) {
-	f, err := fs.Open(filepath.Join(data, sub, "CURRENT"))
+// state is in dir (its CURRENT file names it) and its generation, if any.
+func coordinatorLog(fs vfs.FS, dir string) (string, int, bool) {
+	f, err := fs.Open(filepath.Join(dir, "CURRENT"))
 	if err != nil {
 		return "", 0, false
 	}
@@ -146,33 +149,18 @@ func coordinatorLog(fs vfs.FS, data, sub string) (string, int, bool) {
 	if !strings.HasPrefix(name, "log-") || err != nil || gen <= 0 {
 		return "", 0, false
 	}
-	d := filepath.Join(data, sub, name)
+	d := filepath.Join(dir, name)
 	if _, err := fs.Stat(d); err != nil {
 		return "", 0, false
 	}
 	return d, gen, true
 }
 
-// topicID reads the topic ID from dir/topic.json.
-func topicID(fs vfs.FS, dir string) ([16]byte, bool) {
+// topicID reads a topic's ID from its topic.json.
+func topicID(fs vfs.FS, layout meta.Layout, topic string) ([16]byte, bool) {
 	var id [16]byte
-	f, err := fs.Open(filepath.Join(dir, "topic.json"))
+	m, err := layout.ReadTopic(fs, topic)
 	if err != nil {
-		return id, false
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil || size > 1<<20 {
-		return id, false
-	}
-	b := make([]byte, size)
-	if n, _ := f.ReadAt(b, 0); int64(n) != size {
-		return id, false
-	}
-	var m struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(b, &m) != nil {
 		return id, false
 	}
 	raw, err := hex.DecodeString(m.ID)
@@ -187,7 +175,7 @@ func topicID(fs vfs.FS, dir string) ([16]byte, bool) {
 // data/wal, without changing it, and prints the damage found in it. It
 // returns nil when there is none.
 func inspectWAL(fs vfs.FS, data string, out io.Writer) (*wal.Replay, error) {
-	dir := filepath.Join(data, "wal")
+	dir := meta.Layout{Root: data}.WALDir()
 	if _, err := fs.Stat(dir); err != nil {
 		return nil, nil
 	}

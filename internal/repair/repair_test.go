@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/kvlog"
+	"github.com/sluicedb/sluice/internal/meta"
 	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/storage/storagetest"
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -61,7 +62,7 @@ func TestRunSelection(t *testing.T) {
 			t.Errorf("%+v: %v, output %q, want %q", c.o, err, out.String(), c.want)
 		}
 	}
-	u, err := storage.LockDir(m, "/data")
+	u, err := storage.LockDir(m, "/data", meta.Layout{Root: "/data"}.Lock())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,29 +3,25 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/sluicedb/sluice/internal/vfs"
 )
 
-// LockFile is the name of the lock file in a data directory. Whoever
-// holds its lock (a broker, or `sluice repair`) owns the directory.
-const LockFile = "LOCK"
-
-// LockDir takes the exclusive lock of the data directory dir, creating
-// dir if needed. A directory held by another owner gives an error
+// LockDir takes the exclusive lock of the data directory dir through its
+// lock file name (meta.Layout.Lock), creating dir if needed. Whoever
+// holds the lock (a broker, or `sluice repair`) owns the directory. A directory held by another owner gives an error
 // matching vfs.ErrLocked that names the directory and, where known, the
 // holder's process id. The lock lasts until Unlock or the process's exit.
 // On a filesystem without locks (vfs.Locker) it returns a no-op.
-func LockDir(fs vfs.FS, dir string) (vfs.Unlocker, error) {
+func LockDir(fs vfs.FS, dir, name string) (vfs.Unlocker, error) {
 	lk, ok := fs.(vfs.Locker)
 	if !ok {
 		return noLock{}, nil
 	}
-	if err := fs.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
+	if err := vfs.MkdirAllDurable(fs, dir); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
 	}
-	u, err := lk.Lock(filepath.Join(dir, LockFile))
+	u, err := lk.Lock(name)
 	if errors.Is(err, vfs.ErrLocked) {
 		return nil, fmt.Errorf("data directory %s is in use by another Sluice process (%w); stop it first or use another data directory", dir, err)
 	}

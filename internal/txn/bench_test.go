@@ -33,7 +33,7 @@ func BenchmarkTxnV2(b *testing.B) {
 	s := newSink()
 	cfg := s.config(fs, time.Now)
 	cfg.Dir = filepath.Join(dir, "transactions")
-	cfg.WAL, cfg.SyncPolicy = w, acceptor.FsyncAlways
+	cfg.WAL, cfg.Fsync = w, acceptor.FsyncAlways
 	cfg.WriteMarkers = func(int64, int16, bool, []TopicPartition, int16) error { return nil }
 	cfg.OpenTransactions = nil
 	c, err := Open(cfg)

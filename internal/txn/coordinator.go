@@ -62,10 +62,10 @@ const WALName = "transactions"
 
 // Config sets up a coordinator.
 type Config struct {
-	FS         vfs.FS
-	Dir        string
-	SyncPolicy acceptor.FsyncPolicy
-	// WAL, when set (SyncPolicy acceptor.FsyncAlways), is the shared
+	FS    vfs.FS
+	Dir   string
+	Fsync acceptor.FsyncPolicy
+	// WAL, when set (Fsync acceptor.FsyncAlways), is the shared
 	// write-ahead log the coordinator's records are made durable through,
 	// in the same rounds as the markers and the transactional batches,
 	// under the name WALName (see kvlog.ReplayWAL).
@@ -196,7 +196,7 @@ func Open(cfg Config) (*Coordinator, error) {
 	if cfg.AllocPID == nil || cfg.WriteMarkers == nil || cfg.CommitOffsets == nil {
 		return nil, errors.New("txn: Config.AllocPID, WriteMarkers and CommitOffsets are required")
 	}
-	l, err := kvlog.Open(kvlog.Config{FS: cfg.FS, Dir: cfg.Dir, SyncPolicy: cfg.SyncPolicy, WAL: cfg.WAL, WALName: WALName,
+	l, err := kvlog.Open(kvlog.Config{FS: cfg.FS, Dir: cfg.Dir, Fsync: cfg.Fsync, WAL: cfg.WAL, WALName: WALName,
 		CompactMinRecords: cfg.CompactMinRecords, Now: cfg.Now, Logger: cfg.Logger.With("log", "transactions")})
 	if err != nil {
 		return nil, fmt.Errorf("txn: %w", err)

@@ -250,7 +250,7 @@ func openWithWAL(fs vfs.FS, cfg Config) (*Coordinator, *wal.WAL, error) {
 		w.Close()
 		return nil, nil, err
 	}
-	cfg.WAL, cfg.SyncPolicy = w, acceptor.FsyncAlways
+	cfg.WAL, cfg.Fsync = w, acceptor.FsyncAlways
 	c, err := Open(cfg)
 	if err != nil {
 		w.Close()

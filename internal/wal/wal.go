@@ -97,8 +97,7 @@ type prepared struct {
 // them. Rounds also run on the goroutines calling Sync: one leads at a
 // time, the others wait for its round.
 //
-// Lock order: mu alone; rmMu is taken before mu and held across the
-// removal of segment files.
+// Lock order: docs/lockorder.md ("wal").
 type WAL struct {
 	fs       vfs.FS
 	dir      string

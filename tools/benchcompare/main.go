@@ -4,9 +4,9 @@
 // Markdown table of medians with each broker's own CPU time per record
 // (utime+stime from /proc) and its peak memory.
 //
-//	go build -o /tmp/sluice ./cmd/sluice
-//	go build -o /tmp/kfakeserver ./tools/kfakeserver
-//	go run ./tools/benchcompare --sluice /tmp/sluice --kfake /tmp/kfakeserver --rounds 3
+//	go build -o bin/sluice ./cmd/sluice
+//	go build -o bin/kfakeserver ./tools/kfakeserver
+//	go run ./tools/benchcompare --sluice bin/sluice --kfake bin/kfakeserver --rounds 3
 //
 // --baseline adds a second Sluice binary (an earlier build) as broker
 // sluice-before, interleaved with the others, and --brokers keeps only
@@ -61,6 +61,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "runs of each workload on each broker (interleaved)")
 	only := flag.String("workloads", "", "comma-separated workload names (default all)")
 	baseline := flag.String("baseline", "", "a second sluice binary (an earlier build), run as broker sluice-before beside --sluice")
+	timeout := flag.Duration("timeout", 0, "passed to each `sluice bench` run as --timeout (0: its default); a loaded machine creates 2000 partitions slowly")
 	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all): sluice, sluice-before, kfake-mem, kfake-sync")
 	flag.Parse()
 	if *sluiceBin == "" || *kfakeBin == "" {
@@ -106,7 +107,7 @@ func main() {
 		results[w.name] = map[string][]bench.Result{}
 		for r := 0; r < *rounds; r++ {
 			for _, k := range kinds {
-				res, err := runOne(*sluiceBin, k, w)
+				res, err := runOne(*sluiceBin, k, w, *timeout)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, k.name, err)
 					continue
@@ -122,7 +123,7 @@ func main() {
 
 // runOne starts a fresh broker, runs the workload against it once and
 // stops the broker.
-func runOne(sluiceBin string, k brokerKind, w workload) (bench.Result, error) {
+func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (bench.Result, error) {
 	dir, err := os.MkdirTemp("", "benchcompare-")
 	if err != nil {
 		return bench.Result{}, err
@@ -154,6 +155,9 @@ func runOne(sluiceBin string, k brokerKind, w workload) (bench.Result, error) {
 	}
 	args := append([]string{"bench", "produce", "-b", addr, "-t", "bench", "--json", "--interval", "0",
 		"--broker-pid", fmt.Sprint(cmd.Process.Pid)}, w.args...)
+	if timeout > 0 {
+		args = append(args, "--timeout", timeout.String())
+	}
 	var out, stderr bytes.Buffer
 	b := exec.Command(sluiceBin, args...)
 	b.Stdout, b.Stderr = &out, &stderr

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"context"
@@ -167,11 +167,11 @@ func readMarker(l *storage.Log, h *batch.Header) (bool, error) {
 		return false, err
 	}
 	if len(raw) < h.Size() {
-		return false, fmt.Errorf("broker: control batch at offset %d cut short", h.BaseOffset)
+		return false, fmt.Errorf("control batch at offset %d cut short", h.BaseOffset)
 	}
 	m, err := batch.ParseMarker(h, raw[:h.Size()])
 	if err != nil {
-		return false, fmt.Errorf("broker: control batch at offset %d: %w", h.BaseOffset, err)
+		return false, fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
 	}
 	return m.Type == batch.ControlCommit, nil
 }
@@ -179,14 +179,13 @@ func readMarker(l *storage.Log, h *batch.Header) (bool, error) {
 // errMarkerFound stops a header scan that found what it looked for.
 var errMarkerFound = errors.New("found")
 
-// committedSince reports whether partition tp holds a COMMIT marker of
+// CommittedSince reports whether the partition holds a COMMIT marker of
 // pid at an offset >= from, and the first one's epoch (the transaction
 // coordinator's recovery asks, for transactions it finds open).
-func (b *Broker) committedSince(pid int64, tp txn.TopicPartition, from int64) (int16, bool, error) {
-	p := b.partition(tp.Topic, tp.Partition)
-	if p == nil || p.txns.openFirst(pid) >= 0 {
-		// Gone, or pid's transaction is still open here: no marker of it
-		// was written (none of pid's batches is accepted after its
+func (p *Partition) CommittedSince(pid int64, from int64) (int16, bool, error) {
+	if p.txns.openFirst(pid) >= 0 {
+		// pid's transaction is still open here: no marker of it was
+		// written (none of pid's batches is accepted after its
 		// transaction's first marker).
 		return 0, false, nil
 	}
@@ -206,26 +205,15 @@ func (b *Broker) committedSince(pid int64, tp txn.TopicPartition, from int64) (i
 		return nil
 	})
 	if err != nil && !errors.Is(err, errMarkerFound) {
-		return 0, false, fmt.Errorf("broker: look for COMMIT markers in %s/%d: %w", tp.Topic, tp.Partition, err)
+		return 0, false, fmt.Errorf("look for COMMIT markers in %s/%d: %w", p.topic, p.index, err)
 	}
 	return epoch, found, nil
 }
 
-// openTransactions lists the transactions open on every partition with
-// the epoch of their batches (the transaction coordinator's recovery
-// adopts those whose implicit add did not become durable).
-func (b *Broker) openTransactions() []txn.OpenTxn {
-	var out []txn.OpenTxn
-	for _, t := range b.sortedTopics() {
-		for _, p := range t.parts {
-			out = append(out, p.openTransactions()...)
-		}
-	}
-	return out
-}
-
-// openTransactions lists p's open transactions (see Broker.openTransactions).
-func (p *partition) openTransactions() []txn.OpenTxn {
+// OpenTransactions lists the transactions open on the partition with the
+// epoch of their batches (the transaction coordinator's recovery adopts
+// those whose implicit add did not become durable).
+func (p *Partition) OpenTransactions() []txn.OpenTxn {
 	p.txns.mu.Lock()
 	open := make(map[int64]int64, len(p.txns.open))
 	for pid, first := range p.txns.open {
@@ -241,6 +229,10 @@ func (p *partition) openTransactions() []txn.OpenTxn {
 	return out
 }
 
+// OpenTxnFirst returns the first offset of pid's open transaction on the
+// partition, -1 when it has none.
+func (p *Partition) OpenTxnFirst(pid int64) int64 { return p.txns.openFirst(pid) }
+
 // epochOf returns pid's epoch on the partition: that of its last batch or
 // marker.
 func (t *producerTable) epochOf(pid int64) (int16, bool) {
@@ -252,48 +244,16 @@ func (t *producerTable) epochOf(pid int64) (int16, bool) {
 	return 0, false
 }
 
-// writeMarkers writes a COMMIT or ABORT marker for pid to each partition
-// that has an open transaction of pid with batches at batchEpoch or
-// below, durably, in parallel. Partitions that no longer exist are
-// skipped.
-func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.TopicPartition, batchEpoch int16) error {
-	type queued struct {
-		p   *partition
-		pen acceptor.Pending
-	}
-	var waits []queued
-	var errs []error
-	ts := timeNowMs()
-	for _, tp := range parts {
-		p := b.partition(tp.Topic, tp.Partition)
-		if p == nil {
-			continue
-		}
-		m := encodeMarker(pid, epoch, commit, ts)
-		pen, err := b.enqueueMarker(p, m, pid, epoch, commit, batchEpoch)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		waits = append(waits, queued{p, pen})
-	}
-	for _, q := range waits {
-		if _, err := b.wait(context.Background(), q.p, q.pen); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// enqueueMarker queues marker m (pid's COMMIT or ABORT) on p's acceptor.
-// Its check runs serialized with the partition's appends: with no open
-// transaction of pid the marker is not written (a marker rewritten by
-// recovery, or a partition that got no records), nor when pid's batches
-// here carry an epoch above batchEpoch (a newer transaction's, written
-// after an EndTxn v5 bumped the epoch, met by recovery finishing the
-// older one); otherwise the transaction is closed and the producer's
-// epoch raised to the marker's.
-func (b *Broker) enqueueMarker(p *partition, m []byte, pid int64, epoch int16, commit bool, batchEpoch int16) (acceptor.Pending, error) {
+// EnqueueMarker queues pid's COMMIT or ABORT marker (at epoch, stamped
+// with ts) on the acceptor. Its check runs serialized with the
+// partition's appends: with no open transaction of pid the marker is not
+// written (a marker rewritten by recovery, or a partition that got no
+// records), nor when pid's batches here carry an epoch above batchEpoch
+// (a newer transaction's, written after an EndTxn v5 bumped the epoch,
+// met by recovery finishing the older one); otherwise the transaction is
+// closed and the producer's epoch raised to the marker's.
+func (p *Partition) EnqueueMarker(pid int64, epoch int16, commit bool, batchEpoch int16, ts int64) (acceptor.Pending, error) {
+	m := encodeMarker(pid, epoch, commit, ts)
 	req := &acceptor.Request{Batches: m, Records: 1, Durable: true}
 	req.Check = func(base int64) (int64, bool, error) {
 		if cur, ok := p.pids.epochOf(pid); ok && cur > batchEpoch && p.txns.openFirst(pid) >= 0 {
@@ -306,5 +266,5 @@ func (b *Broker) enqueueMarker(p *partition, m []byte, pid int64, epoch int16, c
 		return 0, false, nil
 	}
 	pend, err := p.acc.Enqueue(context.Background(), req)
-	return pend, appendError(p, err)
+	return pend, p.appendError(err)
 }

@@ -1,4 +1,4 @@
-package broker
+package partition
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,7 +45,7 @@ import (
 // directory fsynced; the newest snapshotKeep are kept.
 //
 // When snapshots are taken:
-//   - Periodically, after every snapshotInterval bytes a partition
+//   - Periodically, after every DefaultSnapshotInterval bytes (NewSnapshots) a partition
 //     accepted: the state is captured on the partition's acceptor
 //     goroutine at the offset the next append gets (so it matches the
 //     log below it exactly), and is written by the broker's snapshot
@@ -69,12 +68,12 @@ import (
 // Version 1 (producers.snapshot, bare JSON, written at clean shutdown by
 // earlier versions) is still loaded, under the same rules, then removed.
 const (
-	snapshotPrefix   = "producers-"
-	snapshotSuffix   = ".snapshot"
-	legacySnapshot   = "producers.snapshot" // version 1
-	snapshotMagic    = "sluice-producers v2 crc32c="
-	snapshotKeep     = 3
-	snapshotInterval = 64 << 20 // default bytes accepted between periodic snapshots
+	snapshotPrefix          = "producers-"
+	snapshotSuffix          = ".snapshot"
+	legacySnapshot          = "producers.snapshot" // version 1
+	snapshotMagic           = "sluice-producers v2 crc32c="
+	snapshotKeep            = 3
+	DefaultSnapshotInterval = 64 << 20 // default bytes accepted between periodic snapshots
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -121,19 +120,19 @@ type snapState struct {
 // snapJob is a captured snapshot whose log prefix is durable, for the
 // snapshot writer.
 type snapJob struct {
-	p     *partition
+	p     *Partition
 	s     *producerSnapshot
 	epoch int
 }
 
 // snapshot captures the partition's producer state at the log end; the
 // acceptor must be stopped (or the partition idle, in tests).
-func (p *partition) snapshot() *producerSnapshot { return p.snapshotAt(p.log.NextOffset()) }
+func (p *Partition) snapshot() *producerSnapshot { return p.snapshotAt(p.log.NextOffset()) }
 
 // snapshotAt captures the partition's producer state as the batches below
 // next produce it. It runs on the acceptor goroutine before the append
 // that gets offset next is checked, or after the acceptor stopped.
-func (p *partition) snapshotAt(next int64) *producerSnapshot {
+func (p *Partition) snapshotAt(next int64) *producerSnapshot {
 	s := &producerSnapshot{Version: 2, Start: p.log.StartOffset(), Next: next}
 	p.pids.mu.Lock()
 	s.MaxPID = p.pids.maxPID
@@ -191,20 +190,24 @@ func (s *producerSnapshot) restore(pids *producerTable, txns *txnIndex) {
 // snapshotPoint runs on the acceptor goroutine before the append that
 // would get offset base is checked: it hands a capture whose log prefix
 // has become durable to the snapshot writer, and captures the state at
-// base once snapshotInterval bytes were accepted since the last capture.
-func (b *Broker) snapshotPoint(p *partition, base int64) {
+// base once the writer's interval of bytes were accepted since the last capture.
+func (p *Partition) snapshotPoint(base int64) {
+	w := p.snapshots
+	if w == nil {
+		return
+	}
 	s := &p.snaps
 	if s.pending != nil && p.acc.HighWatermark() >= s.pending.Next {
 		s.mu.Lock()
 		j := snapJob{p: p, s: s.pending, epoch: s.epoch}
 		s.mu.Unlock()
 		select {
-		case b.snapq <- j:
+		case w.q <- j:
 		default: // the writer is behind: a later capture replaces this one
 		}
 		s.pending = nil
 	}
-	if s.pending == nil && b.cfg.snapshotInterval > 0 && s.since >= b.cfg.snapshotInterval {
+	if s.pending == nil && w.interval > 0 && s.since >= w.interval {
 		s.pending, s.since = p.snapshotAt(base), 0
 	}
 }
@@ -212,26 +215,52 @@ func (b *Broker) snapshotPoint(p *partition, base int64) {
 // snapshotHealed runs on the acceptor goroutine when the partition healed
 // (its log may be shorter than what was captured): it drops the capture
 // not yet written and removes the snapshots above the log end.
-func (b *Broker) snapshotHealed(p *partition) {
+func (p *Partition) snapshotHealed() {
 	p.snaps.pending, p.snaps.since = nil, 0
 	p.snaps.mu.Lock()
 	defer p.snaps.mu.Unlock()
 	p.snaps.epoch++
-	if err := b.pruneSnapshots(p.dir, p.log.StartOffset(), p.log.NextOffset()); err != nil {
-		b.cfg.logger.Warn("removing producer snapshots past the healed log end failed", "topic", p.topic, "partition", p.index, "err", err)
+	if err := pruneSnapshots(p.fs, p.dir, p.log.StartOffset(), p.log.NextOffset()); err != nil {
+		p.lg.Warn("removing producer snapshots past the healed log end failed", "err", err)
 	}
 }
 
-// snapshotLoop is the snapshot writer goroutine, started by New and
-// stopped by Close (through stopCtx); it closes snapDone when it returns.
-// It writes the snapshots snapshotPoint hands it.
-func (b *Broker) snapshotLoop() {
-	defer close(b.snapDone)
+// Snapshots is the writer of periodic producer-state snapshots, shared
+// by the partitions of a broker. NewSnapshots starts its goroutine;
+// Close stops it and waits for it (idempotent).
+type Snapshots struct {
+	interval int64
+	q        chan snapJob
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+}
+
+// NewSnapshots starts a snapshot writer: each partition using it
+// captures its state after every interval bytes it accepted (0: never;
+// only a clean close writes one).
+func NewSnapshots(interval int64) *Snapshots {
+	w := &Snapshots{interval: interval, q: make(chan snapJob, 64), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// Close stops the writer; a capture not yet written is dropped (the next
+// start scans more of the log).
+func (w *Snapshots) Close() {
+	w.once.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+// run is the writer goroutine: it writes the snapshots snapshotPoint
+// hands it, until Close.
+func (w *Snapshots) run() {
+	defer close(w.done)
 	for {
 		select {
-		case j := <-b.snapq:
-			b.persistSnapshot(j)
-		case <-b.stopCtx.Done():
+		case j := <-w.q:
+			j.p.persistSnapshot(j)
+		case <-w.stop:
 			return
 		}
 	}
@@ -239,22 +268,22 @@ func (b *Broker) snapshotLoop() {
 
 // persistSnapshot writes a periodic snapshot unless its partition closed
 // or healed since it was captured.
-func (b *Broker) persistSnapshot(j snapJob) {
+func (p *Partition) persistSnapshot(j snapJob) {
 	s := &j.p.snaps
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.epoch != j.epoch {
 		return
 	}
-	if err := b.writeSnapshotLocked(j.p, j.s); err != nil {
-		b.cfg.logger.Warn("producer snapshot not written; recovery scans more of the log", "topic", j.p.topic, "partition", j.p.index, "err", err)
+	if err := p.writeSnapshotLocked(j.s); err != nil {
+		p.lg.Warn("producer snapshot not written; recovery scans more of the log", "err", err)
 	}
 }
 
 // closeSnapshots stops the partition's snapshots; with final set (a clean
 // stop: the acceptor stopped and the log is still open) it first writes
 // one at the log end.
-func (b *Broker) closeSnapshots(p *partition, final bool) {
+func (p *Partition) closeSnapshots(final bool) {
 	s := &p.snaps
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,27 +294,27 @@ func (b *Broker) closeSnapshots(p *partition, final bool) {
 	if !final {
 		return
 	}
-	if err := b.writeSnapshotLocked(p, p.snapshot()); err != nil {
-		b.cfg.logger.Warn("producer snapshot not written; the next start scans more of the log", "topic", p.topic, "partition", p.index, "err", err)
+	if err := p.writeSnapshotLocked(p.snapshot()); err != nil {
+		p.lg.Warn("producer snapshot not written; the next start scans more of the log", "err", err)
 	}
 }
 
 // writeSnapshotLocked writes s and removes all but the newest
 // snapshotKeep snapshots. The caller holds p.snaps.mu.
-func (b *Broker) writeSnapshotLocked(p *partition, s *producerSnapshot) error {
+func (p *Partition) writeSnapshotLocked(s *producerSnapshot) error {
 	data, err := encodeSnapshot(s)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(b.fs, filepath.Join(p.dir, snapshotName(s.Next)), data); err != nil {
-		return fmt.Errorf("broker: write producer snapshot of %s/%d: %w", p.topic, p.index, err)
+	if err := vfs.WriteFileAtomic(p.fs, filepath.Join(p.dir, snapshotName(s.Next)), data); err != nil {
+		return fmt.Errorf("write producer snapshot of %s/%d: %w", p.topic, p.index, err)
 	}
-	offs, err := listSnapshots(b.fs, p.dir)
+	offs, err := listSnapshots(p.fs, p.dir)
 	if err != nil {
 		return err
 	}
 	for len(offs) > snapshotKeep {
-		if err := removeIfExists(b.fs, filepath.Join(p.dir, snapshotName(offs[0]))); err != nil {
+		if err := removeIfExists(p.fs, filepath.Join(p.dir, snapshotName(offs[0]))); err != nil {
 			return err
 		}
 		offs = offs[1:]
@@ -301,7 +330,7 @@ func snapshotName(next int64) string {
 func listSnapshots(fs vfs.FS, dir string) ([]int64, error) {
 	names, err := fs.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("broker: list %s: %w", dir, err)
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	var offs []int64
 	for _, n := range names {
@@ -319,14 +348,14 @@ func listSnapshots(fs vfs.FS, dir string) ([]int64, error) {
 }
 
 // pruneSnapshots removes the snapshots of dir outside [start, end].
-func (b *Broker) pruneSnapshots(dir string, start, end int64) error {
-	offs, err := listSnapshots(b.fs, dir)
+func pruneSnapshots(fs vfs.FS, dir string, start, end int64) error {
+	offs, err := listSnapshots(fs, dir)
 	if err != nil {
 		return err
 	}
 	for _, off := range offs {
 		if off < start || off > end {
-			if err := removeIfExists(b.fs, filepath.Join(dir, snapshotName(off))); err != nil {
+			if err := removeIfExists(fs, filepath.Join(dir, snapshotName(off))); err != nil {
 				return err
 			}
 		}
@@ -336,7 +365,7 @@ func (b *Broker) pruneSnapshots(dir string, start, end int64) error {
 
 func removeIfExists(fs vfs.FS, name string) error {
 	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("broker: remove %s: %w", name, err)
+		return fmt.Errorf("remove %s: %w", name, err)
 	}
 	return nil
 }
@@ -345,7 +374,7 @@ func removeIfExists(fs vfs.FS, name string) error {
 func encodeSnapshot(s *producerSnapshot) ([]byte, error) {
 	body, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("broker: encode producer snapshot: %w", err)
+		return nil, fmt.Errorf("encode producer snapshot: %w", err)
 	}
 	body = append(body, '\n')
 	out := fmt.Appendf(nil, "%s%08x\n", snapshotMagic, crc32.Checksum(body, crcTable))
@@ -375,41 +404,23 @@ func decodeSnapshot(data []byte) (*producerSnapshot, error) {
 	return &s, nil
 }
 
-// readFile reads a whole file.
-func readFile(fs vfs.FS, name string) ([]byte, error) {
-	f, err := fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", name, err)
-	}
-	data := make([]byte, size)
-	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	return data, nil
-}
-
 // loadSnapshot fills empty pids and txns from the newest usable snapshot
 // of the partition in dir, whose recovered log holds [start, end) (see
 // the recovery rules above), and returns the offset the log must be
 // scanned from: the snapshot's, or start when none was usable.
-func (b *Broker) loadSnapshot(dir string, start, end int64, pids *producerTable, txns *txnIndex) (from int64, ok bool) {
-	log := b.cfg.logger.With("dir", dir)
-	if err := b.pruneSnapshots(dir, start, end); err != nil {
+func (p *Partition) loadSnapshot(start, end int64, pids *producerTable, txns *txnIndex) (from int64, ok bool) {
+	dir, log := p.dir, p.lg
+	if err := pruneSnapshots(p.fs, dir, start, end); err != nil {
 		log.Warn("removing producer snapshots outside the log failed", "err", err)
 	}
-	offs, err := listSnapshots(b.fs, dir)
+	offs, err := listSnapshots(p.fs, dir)
 	if err != nil {
 		log.Warn("listing producer snapshots failed; scanning the log", "err", err)
 		offs = nil
 	}
 	for i := len(offs) - 1; i >= 0 && !ok; i-- {
 		name := filepath.Join(dir, snapshotName(offs[i]))
-		s, err := b.readSnapshot(name)
+		s, err := readSnapshot(p.fs, name)
 		switch {
 		case err == nil && s.Next != offs[i]:
 			err = fmt.Errorf("holds offset %d", s.Next)
@@ -418,7 +429,7 @@ func (b *Broker) loadSnapshot(dir string, start, end int64, pids *producerTable,
 		}
 		if err != nil {
 			log.Warn("producer snapshot unusable; removing it and trying an older one", "file", name, "err", err)
-			if rerr := removeIfExists(b.fs, name); rerr != nil {
+			if rerr := removeIfExists(p.fs, name); rerr != nil {
 				log.Warn("removing an unusable producer snapshot failed", "err", rerr)
 			}
 			continue
@@ -427,9 +438,9 @@ func (b *Broker) loadSnapshot(dir string, start, end int64, pids *producerTable,
 		from, ok = s.Next, true
 	}
 	if !ok {
-		from, ok = b.loadLegacySnapshot(dir, start, end, pids, txns)
+		from, ok = p.loadLegacySnapshot(start, end, pids, txns)
 	}
-	if err := removeIfExists(b.fs, filepath.Join(dir, legacySnapshot)); err != nil {
+	if err := removeIfExists(p.fs, filepath.Join(dir, legacySnapshot)); err != nil {
 		log.Warn("removing a version 1 producer snapshot failed", "err", err)
 	}
 	if !ok {
@@ -439,8 +450,8 @@ func (b *Broker) loadSnapshot(dir string, start, end int64, pids *producerTable,
 	return from, true
 }
 
-func (b *Broker) readSnapshot(name string) (*producerSnapshot, error) {
-	data, err := readFile(b.fs, name)
+func readSnapshot(fs vfs.FS, name string) (*producerSnapshot, error) {
+	data, err := vfs.ReadFile(fs, name)
 	if err != nil {
 		return nil, err
 	}
@@ -449,17 +460,23 @@ func (b *Broker) readSnapshot(name string) (*producerSnapshot, error) {
 
 // loadLegacySnapshot loads a version 1 snapshot (bare JSON, written only
 // at clean shutdown) under the same rules.
-func (b *Broker) loadLegacySnapshot(dir string, start, end int64, pids *producerTable, txns *txnIndex) (int64, bool) {
-	name := filepath.Join(dir, legacySnapshot)
+func (p *Partition) loadLegacySnapshot(start, end int64, pids *producerTable, txns *txnIndex) (int64, bool) {
+	name := filepath.Join(p.dir, legacySnapshot)
 	var s producerSnapshot
-	if err := readJSON(b.fs, name, &s); err != nil {
+	data, err := vfs.ReadFile(p.fs, name)
+	if err == nil {
+		if err = json.Unmarshal(data, &s); err != nil {
+			err = fmt.Errorf("decode %s: %w", name, err)
+		}
+	}
+	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			b.cfg.logger.Warn("producer snapshot unreadable; scanning the log", "file", name, "err", err)
+			p.lg.Warn("producer snapshot unreadable; scanning the log", "file", name, "err", err)
 		}
 		return start, false
 	}
 	if s.Version != 1 || s.Next < start || s.Next > end {
-		b.cfg.logger.Info("producer snapshot does not match the log; scanning it", "file", name,
+		p.lg.Info("producer snapshot does not match the log; scanning it", "file", name,
 			"snapshot_next", s.Next, "log_start", start, "log_next", end)
 		return start, false
 	}
@@ -486,4 +503,33 @@ func rebuildState(l *storage.Log, from int64, pids *producerTable, txns *txnInde
 		txns.replay(&h, commit)
 		return nil
 	})
+}
+
+// SnapshotKeep is how many producer snapshots a partition keeps.
+const SnapshotKeep = snapshotKeep
+
+// SnapshotOffsets lists the offsets of the producer snapshots in a
+// partition directory, ascending.
+func SnapshotOffsets(fs vfs.FS, dir string) ([]int64, error) { return listSnapshots(fs, dir) }
+
+// SnapshotPath is the path of the snapshot covering the offsets below
+// next in a partition directory.
+func SnapshotPath(dir string, next int64) string { return filepath.Join(dir, snapshotName(next)) }
+
+// DescribeState renders the partition's producer table, transaction
+// index and last stable offset, for diagnostics: equal states render
+// equal. The acceptor must be idle (no append in flight).
+func (p *Partition) DescribeState() string {
+	return fmt.Sprintf("%+v lso=%d", *p.snapshot(), p.txns.lso(p.acc.HighWatermark()))
+}
+
+// RescanState is DescribeState of the state a scan of the whole log
+// rebuilds: it equals DescribeState unless a snapshot restored something
+// the log does not say.
+func (p *Partition) RescanState() (string, error) {
+	q := &Partition{log: p.log, acc: p.acc, pids: newProducerTable(), txns: newTxnIndex()}
+	if err := rebuildState(p.log, p.log.StartOffset(), q.pids, q.txns); err != nil {
+		return "", err
+	}
+	return q.DescribeState(), nil
 }

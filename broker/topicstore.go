@@ -1,0 +1,192 @@
+package broker
+
+// Opening the topics a data directory holds, and each partition.
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/meta"
+	"github.com/sluicedb/sluice/internal/partition"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/sluicedb/sluice/internal/wal"
+)
+
+// load reads cluster.json and opens every topic.
+func (b *Broker) load() error {
+	if err := vfs.MkdirAllDurable(b.fs, b.layout.TopicsDir()); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	if err := b.loadDynamic(); err != nil {
+		return err
+	}
+	if err := b.fs.RemoveAll(b.layout.DeletedDir()); err != nil {
+		return fmt.Errorf("broker: remove deleted topics: %w", err)
+	}
+	var err error
+	if b.cluster, err = b.layout.ReadCluster(b.fs); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("broker: %w", err)
+		}
+		u := newUUID()
+		b.cluster = meta.Cluster{ClusterID: "sluice-" + hex.EncodeToString(u[:8])}
+		if err := b.layout.WriteCluster(b.fs, b.cluster); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+	}
+	b.nextPID.Store(b.cluster.PIDLimit)
+
+	names, err := b.fs.ReadDir(b.layout.TopicsDir())
+	if err != nil {
+		return fmt.Errorf("broker: list topics: %w", err)
+	}
+	var maxPID int64 = -1
+	for _, name := range names {
+		tm, err := b.layout.ReadTopic(b.fs, name)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				b.cfg.logger.Warn("removing topic directory of an interrupted creation", "topic", name)
+				if err := b.fs.RemoveAll(b.layout.TopicDir(name)); err != nil {
+					return fmt.Errorf("broker: remove %s: %w", b.layout.TopicDir(name), err)
+				}
+				continue
+			}
+			return fmt.Errorf("broker: topic %s: %w", name, err)
+		}
+		if err := b.removeStrayPartitions(name, tm.Partitions); err != nil {
+			return err
+		}
+		t, err := b.openTopic(name, tm, false)
+		if err != nil {
+			return err
+		}
+		for _, p := range t.parts {
+			maxPID = max(maxPID, p.MaxProducerID())
+		}
+		b.topics[name] = t
+		b.byID[t.id] = t
+	}
+	b.metrics.topics.Set(float64(len(b.topics)))
+	if maxPID >= b.nextPID.Load() {
+		// Ids seen in the logs beyond the reservation (an older data
+		// directory): hand out only later ones.
+		b.nextPID.Store(maxPID + 1)
+	}
+	return nil
+}
+
+// removeStrayPartitions removes partition directories of topic name
+// numbered n or more: left by a CreatePartitions that did not complete
+// (its topic.json still says n), they must not come back with their data
+// when the topic grows later.
+func (b *Broker) removeStrayPartitions(name string, n int32) error {
+	ents, err := b.fs.ReadDir(b.layout.TopicDir(name))
+	if err != nil {
+		return fmt.Errorf("broker: list %s: %w", b.layout.TopicDir(name), err)
+	}
+	for _, e := range ents {
+		i, ok := meta.ParsePartitionDir(e)
+		if !ok || i < n {
+			continue
+		}
+		dir := b.layout.PartitionDir(name, i)
+		b.cfg.logger.Warn("removing the partition directory of an interrupted partition creation", "topic", name, "partition", i)
+		if err := b.fs.RemoveAll(dir); err != nil {
+			return fmt.Errorf("broker: remove %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// openTopic opens (create: creates) the partitions of a topic described
+// by tm. On error it closes what it opened.
+func (b *Broker) openTopic(name string, tm meta.Topic, create bool) (*topic, error) {
+	t := &topic{name: name}
+	id, err := hex.DecodeString(tm.ID)
+	if err != nil || len(id) != 16 {
+		return nil, fmt.Errorf("broker: topic %s: bad id %q", name, tm.ID)
+	}
+	copy(t.id[:], id)
+	if t.conf, err = parseTopicConfigWith(tm.Configs, b.dynamic()); err != nil {
+		return nil, fmt.Errorf("broker: topic %s: %w", name, err)
+	}
+	for i := int32(0); i < tm.Partitions; i++ {
+		p, err := b.openPartition(t, i, create)
+		if err != nil {
+			for _, p := range t.parts {
+				p.Close()
+			}
+			return nil, err
+		}
+		t.parts = append(t.parts, p)
+	}
+	return t, nil
+}
+
+// openPartition opens (create: creates) one partition of t: its log,
+// the WAL's entries for it, its producer state, and its acceptor.
+func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Partition, error) {
+	dir := b.layout.PartitionDir(t.name, i)
+	log := b.cfg.logger.With("topic", t.name, "partition", i)
+	scfg := t.conf.storage()
+	scfg.Preallocate = b.cfg.preallocate
+	if b.wal != nil {
+		scfg.WriteBehind = segmentWriteBehind
+	}
+	key := wal.Key{Topic: t.id, Partition: i}
+	var pwal acceptor.WAL
+	if b.wal != nil {
+		pwal = b.wal.For(key)
+	}
+	p, err := partition.Open(partition.Config{
+		FS:      b.fs,
+		Dir:     dir,
+		Topic:   t.name,
+		Index:   i,
+		Create:  create,
+		Storage: scfg,
+		Replay:  func(l *storage.Log) error { return b.replayWAL(key, l, log) },
+		Acceptor: acceptor.Config{
+			Fsync:          b.cfg.fsync,
+			Metrics:        b.accM,
+			Syncs:          b.syncs,
+			WAL:            pwal,
+			HealBackoff:    b.cfg.healBackoff,
+			HealBackoffMax: b.cfg.healBackoffMax,
+		},
+		Snapshots: b.snaps,
+		Logger:    log,
+	})
+	if err != nil {
+		var ce *storage.CorruptionError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("broker: %w; to cut the log at the last valid batch "+
+				"(a copy is kept), stop the broker and run: sluice repair --data %s --topic %s --partition %d --truncate-after-corruption",
+				err, b.cfg.dataDir, t.name, i)
+		}
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	return p, nil
+}
+
+// allocPID returns a new producer id, reserving a new block in
+// cluster.json when the current one is used up.
+func (b *Broker) allocPID() (int64, error) {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	id := b.nextPID.Load()
+	if id >= b.cluster.PIDLimit {
+		c := b.cluster
+		c.PIDLimit = id + meta.PIDBlock
+		if err := b.layout.WriteCluster(b.fs, c); err != nil {
+			return 0, err
+		}
+		b.cluster = c
+	}
+	b.nextPID.Store(id + 1)
+	return id, nil
+}

@@ -1,0 +1,357 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluicedb/sluice/internal/acceptor"
+	"github.com/sluicedb/sluice/internal/storage"
+	"github.com/sluicedb/sluice/internal/vfs"
+)
+
+// Config says how to open a partition.
+type Config struct {
+	FS    vfs.FS
+	Dir   string // the partition's directory (meta.Layout.PartitionDir)
+	Topic string
+	Index int32
+	// Create: the partition is new; its directory is created (the
+	// caller fsyncs the topic directory) and no snapshot is looked for.
+	Create bool
+	// Storage configures the log. Open sets its RetainFrom (retention
+	// never removes an open transaction's records) and Logger.
+	Storage storage.Config
+	// Replay, when set, replays the entries a write-ahead log holds for
+	// this partition into its log, after recovery and before the state
+	// is rebuilt.
+	Replay func(*storage.Log) error
+	// Acceptor configures the partition's acceptor. Open sets its
+	// Recovered hook (the state is rebuilt after a heal) and HWAdvanced
+	// (fetch waiters are woken).
+	Acceptor acceptor.Config
+	// Snapshots writes the partition's periodic producer-state
+	// snapshots; nil writes none but at a clean Close.
+	Snapshots *Snapshots
+	Logger    *slog.Logger
+}
+
+// Partition is one partition: its log, the acceptor that writes it, and
+// the state derived from the log (the idempotent-producer table, the
+// transaction index, snapshot bookkeeping), plus its fetch waiters and
+// traffic counters.
+//
+// The producer table and the transaction index are written only on the
+// acceptor goroutine (in the checks of Enqueue and EnqueueMarker, and in
+// the Recovered hook), after Open rebuilt them; readers take their
+// mutexes.
+type Partition struct {
+	topic string
+	index int32
+	dir   string
+	fs    vfs.FS
+	log   *storage.Log
+	acc   *acceptor.Acceptor
+	lg    *slog.Logger
+	pids  *producerTable
+	txns  *txnIndex
+	snaps snapState
+	// snapshots is the writer periodic snapshots go to (nil: none).
+	snapshots *Snapshots
+	// fromSnapshot: pids and txns were loaded from a snapshot and the
+	// log scanned only from scannedFrom.
+	fromSnapshot bool
+	scannedFrom  int64
+
+	watch watchers
+
+	traffic Traffic
+}
+
+// Open opens (Create: creates) a partition: it recovers the log, replays
+// the write-ahead log into it, loads the newest usable producer-state
+// snapshot, rebuilds the state from the log after it and starts the
+// acceptor.
+func Open(cfg Config) (*Partition, error) {
+	if cfg.Create {
+		// The new directory's entry in its topic directory is made
+		// durable by the caller, once for all the partitions it creates:
+		// the topic.json write that publishes them fsyncs that directory.
+		if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
+			return nil, fmt.Errorf("create %s: %w", cfg.Dir, err)
+		}
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.DiscardHandler)
+	}
+	p := &Partition{
+		topic:     cfg.Topic,
+		index:     cfg.Index,
+		dir:       cfg.Dir,
+		fs:        cfg.FS,
+		lg:        lg,
+		pids:      newProducerTable(),
+		txns:      newTxnIndex(),
+		snapshots: cfg.Snapshots,
+	}
+	scfg := cfg.Storage
+	scfg.Logger = lg
+	// Retention never removes the records of an open transaction (at or
+	// past the first offset of the oldest one).
+	txns := p.txns
+	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
+	l, err := storage.Open(cfg.FS, cfg.Dir, scfg)
+	if err != nil {
+		return nil, fmt.Errorf("open partition %s/%d: %w", cfg.Topic, cfg.Index, err)
+	}
+	if r := l.Recovery(); !cfg.Create {
+		lg.Debug("partition recovered", "report", fmt.Sprintf("%+v", r))
+	}
+	if cfg.Replay != nil {
+		if err := cfg.Replay(l); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("open partition %s/%d: %w", cfg.Topic, cfg.Index, err)
+		}
+	}
+	p.log = l
+	from, fromSnapshot := l.StartOffset(), false
+	if !cfg.Create {
+		from, fromSnapshot = p.loadSnapshot(l.StartOffset(), l.NextOffset(), p.pids, p.txns)
+	}
+	if err := rebuildState(l, from, p.pids, p.txns); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("rebuild producer state of %s/%d: %w", cfg.Topic, cfg.Index, err)
+	}
+	p.fromSnapshot, p.scannedFrom = fromSnapshot, from
+	acfg := cfg.Acceptor
+	acfg.Logger = lg
+	// A healed log may have lost appends that had passed the idempotence
+	// check or opened a transaction: rebuild the producer state and the
+	// transaction index from what the log holds, on the acceptor
+	// goroutine (the only writer of both).
+	acfg.Recovered = func() error {
+		np, nt := newProducerTable(), newTxnIndex()
+		if err := rebuildState(l, l.StartOffset(), np, nt); err != nil {
+			return fmt.Errorf("rebuild producer state: %w", err)
+		}
+		p.pids.replaceWith(np)
+		p.txns.replaceWith(nt)
+		p.snapshotHealed()
+		return nil
+	}
+	acfg.HWAdvanced = p.watch.wake
+	p.acc = acceptor.Start(l, acfg)
+	return p, nil
+}
+
+// Close stops the partition without a final snapshot.
+func (p *Partition) Close() error { return p.close(false) }
+
+// CloseClean stops the partition and, when its acceptor stopped cleanly,
+// writes a producer-state snapshot at the log end before closing the
+// log, so that the next Open scans nothing.
+func (p *Partition) CloseClean() error { return p.close(true) }
+
+func (p *Partition) close(snapshot bool) error {
+	var errs []error
+	err := p.acc.Close()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("close %s/%d acceptor: %w", p.topic, p.index, err))
+	}
+	p.closeSnapshots(snapshot && err == nil)
+	p.watch.wake()
+	if err := p.log.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close %s/%d log: %w", p.topic, p.index, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Topic and Index name the partition.
+func (p *Partition) Topic() string { return p.topic }
+func (p *Partition) Index() int32  { return p.index }
+
+// Dir is the partition's directory.
+func (p *Partition) Dir() string { return p.dir }
+
+// Log is the partition's log, for reads, retention and configuration.
+// Only the acceptor appends to it.
+func (p *Partition) Log() *storage.Log { return p.log }
+
+// HighWatermark is the offset below which every record is durable and
+// readable.
+func (p *Partition) HighWatermark() int64 { return p.acc.HighWatermark() }
+
+// LastStableOffset is the offset read_committed reads stop before: the
+// first offset of the oldest open transaction, else the high watermark.
+func (p *Partition) LastStableOffset() int64 { return p.txns.lso(p.acc.HighWatermark()) }
+
+// StartOffset is the log start offset.
+func (p *Partition) StartOffset() int64 { return p.log.StartOffset() }
+
+// NextOffset is the offset the next append gets (the log end offset).
+func (p *Partition) NextOffset() int64 { return p.log.NextOffset() }
+
+// Err is the partition's failure (nil while it is healthy).
+func (p *Partition) Err() error { return p.acc.Err() }
+
+// MaxProducerID is the largest producer id the partition has seen.
+func (p *Partition) MaxProducerID() int64 { return p.pids.maxID() }
+
+// RecoveredFrom reports the offset Open scanned the log from to rebuild
+// the producer state, and whether it loaded a snapshot first.
+func (p *Partition) RecoveredFrom() (offset int64, fromSnapshot bool) {
+	return p.scannedFrom, p.fromSnapshot
+}
+
+// Traffic counts what Produce accepted and Fetch sent on the partition.
+func (p *Partition) Traffic() *Traffic { return &p.traffic }
+
+// Wait waits for a queued append and returns its base offset (the
+// original one for a duplicate).
+func (p *Partition) Wait(ctx context.Context, pend acceptor.Pending) (int64, error) {
+	res, err := pend.Wait(ctx)
+	if err != nil {
+		return -1, p.appendError(err)
+	}
+	return res.BaseOffset, nil
+}
+
+// Ready reports whether the append that ends at end (Append.End) is
+// durable: the high watermark covers it.
+func (p *Partition) Ready(end int64) bool { return end > 0 && p.acc.HighWatermark() >= end }
+
+// appendError maps an acceptor error to the Kafka error a client gets.
+func (p *Partition) appendError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	switch {
+	case errors.As(err, &ke):
+		return err
+	case errors.Is(err, acceptor.ErrClosed):
+		return errCode(kerr.NotLeaderForPartition, "%s/%d is closing", p.topic, p.index)
+	case errors.Is(err, acceptor.ErrFailed):
+		return errCode(kerr.KafkaStorageError, "%s/%d: %v", p.topic, p.index, err)
+	case errors.Is(err, acceptor.ErrBadRequest):
+		return errCode(kerr.CorruptMessage, "%v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", kerr.RequestTimedOut, err)
+	}
+	return fmt.Errorf("%w: %s/%d: %w", kerr.UnknownServerError, p.topic, p.index, err)
+}
+
+// Traffic counts records and bytes accepted by Produce (in) and sent by
+// Fetch (out). Records out are the offsets a fetch response covers from
+// the fetch offset on (a compacted log's gaps count too).
+type Traffic struct {
+	recordsIn, bytesIn, recordsOut, bytesOut atomic.Int64
+}
+
+// In counts records accepted.
+func (t *Traffic) In(records int64, bytes int) {
+	t.recordsIn.Add(records)
+	t.bytesIn.Add(int64(bytes))
+}
+
+// Out counts records sent.
+func (t *Traffic) Out(records int64, bytes int) {
+	t.recordsOut.Add(records)
+	t.bytesOut.Add(int64(bytes))
+}
+
+// Load returns the totals: records and bytes in, records and bytes out.
+func (t *Traffic) Load() (recordsIn, bytesIn, recordsOut, bytesOut int64) {
+	return t.recordsIn.Load(), t.bytesIn.Load(), t.recordsOut.Load(), t.bytesOut.Load()
+}
+
+// watchers are the fetch waiters registered on a partition. n lets the
+// acceptor's high-watermark hook skip the mutex when nobody waits.
+type watchers struct {
+	n  atomic.Int32
+	mu sync.Mutex // guards m
+	m  map[*Waiter]struct{}
+}
+
+func (w *watchers) add(x *Waiter) {
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = map[*Waiter]struct{}{}
+	}
+	if _, ok := w.m[x]; !ok {
+		w.m[x] = struct{}{}
+		w.n.Add(1)
+	}
+	w.mu.Unlock()
+}
+
+func (w *watchers) remove(x *Waiter) {
+	w.mu.Lock()
+	if _, ok := w.m[x]; ok {
+		delete(w.m, x)
+		w.n.Add(-1)
+	}
+	w.mu.Unlock()
+}
+
+// wake signals every registered waiter. It runs on the acceptor's
+// goroutine (or whoever advanced the high watermark) and at Close.
+func (w *watchers) wake() {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	for x := range w.m {
+		x.signal()
+	}
+	w.mu.Unlock()
+}
+
+// Waiter is one long-polling fetch: registered on every partition it
+// reads, it is signalled when any of their high watermarks advances (or a
+// partition closes). Register before reading, so that no advance between
+// the read and the wait is missed: a signal is kept until C is received
+// from.
+type Waiter struct {
+	c     chan struct{}
+	parts []*Partition
+}
+
+// NewWaiter returns a waiter registered on nothing.
+func NewWaiter() *Waiter { return &Waiter{c: make(chan struct{}, 1)} }
+
+// C is signalled after a registered partition's high watermark advances.
+func (w *Waiter) C() <-chan struct{} { return w.c }
+
+func (w *Waiter) signal() {
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}
+
+// Watch registers w on p.
+func (w *Waiter) Watch(p *Partition) {
+	p.watch.add(w)
+	w.parts = append(w.parts, p)
+}
+
+// Stop unregisters w from every partition it watches.
+func (w *Waiter) Stop() {
+	for _, p := range w.parts {
+		p.watch.remove(w)
+	}
+	w.parts = nil
+}
+
+// HealthChanged returns a channel closed when the partition next fails
+// or heals (Err changes), or when it closes. Take the channel before
+// reading Err, so that a change in between is not missed.
+func (p *Partition) HealthChanged() <-chan struct{} { return p.acc.HealthChanged() }
