@@ -47,10 +47,16 @@ func (s ConsumerGroupSettings) groupsConfig() groups.ConsumerConfig {
 	}
 }
 
-// groupTopics is every topic with its id and partition count.
+// groupTopics is every topic with its id and partition count, the
+// internal topics Metadata lists included (a broker-resolved regex
+// matches them, as in Kafka).
 func (b *Broker) groupTopics() map[string]groups.TopicInfo {
 	ts := b.sortedTopics()
-	out := make(map[string]groups.TopicInfo, len(ts))
+	out := make(map[string]groups.TopicInfo, len(ts)+len(internalTopics))
+	for _, name := range internalTopics {
+		mt := internalMetadataTopic(name)
+		out[name] = groups.TopicInfo{ID: mt.TopicID, Partitions: int32(len(mt.Partitions))}
+	}
 	for _, t := range ts {
 		out[t.name] = groups.TopicInfo{ID: t.id, Partitions: int32(len(t.parts))}
 	}

@@ -30,9 +30,10 @@ package groups
 //     reserved; a new member id joining with its instance id takes it
 //     over without a new group epoch. If none comes within the session
 //     timeout the member is removed.
-//   - A regex is RE2, matched against whole topic names, internal
-//     (__-prefixed) topics excluded, and resolved at each heartbeat of its
-//     member to the topics the member's principal may describe.
+//   - A regex is RE2, matched against whole topic names (internal topics
+//     included, as Kafka's coordinator resolves it), and resolved at each
+//     heartbeat of its member to the topics the member's principal may
+//     describe.
 //   - The response carries the assignment when the member joined, when it
 //     reported its owned partitions, or when its assignment changed.
 //   - Every state change is fsynced in the internal log before the reply.
@@ -546,7 +547,7 @@ func (h *hbCall) resolve(regex string) []string {
 	}
 	var out []string
 	for name := range h.topics {
-		if strings.HasPrefix(name, "__") || !re.MatchString(name) {
+		if !re.MatchString(name) {
 			continue
 		}
 		if h.describable != nil && !h.describable(name) {
