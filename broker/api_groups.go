@@ -4,8 +4,8 @@ package broker
 // (internal/groups), which this broker is for every group:
 //
 //	FindCoordinator v0-6   JoinGroup v0-9       SyncGroup v0-5
-//	Heartbeat v0-4         LeaveGroup v0-5      OffsetCommit v0-8
-//	OffsetFetch v0-8       DescribeGroups v0-6  ListGroups v0-5
+//	Heartbeat v0-4         LeaveGroup v0-5      OffsetCommit v0-9
+//	OffsetFetch v0-9       DescribeGroups v0-6  ListGroups v0-5
 //	DeleteGroups v0-2      OffsetDelete v0
 //
 // Behaviour:
@@ -39,8 +39,10 @@ package broker
 //   - DescribeGroups v3+ authorized operations (KIP-430): when asked,
 //     each group answered without error carries the bitfield of the
 //     group operations the principal may perform.
-//   - Skipped: KIP-848 consumer groups (ConsumerGroupHeartbeat), topic ids
-//     in OffsetCommit/OffsetFetch (v9+/v10+).
+//   - KIP-848 consumer groups: api_consumergroupheartbeat.go and
+//     api_consumergroupdescribe.go; OffsetCommit/OffsetFetch v9 carry
+//     their member epochs.
+//   - Skipped: topic ids in OffsetCommit/OffsetFetch (v10+).
 //   - See package internal/groups for the state machine and persistence.
 
 import (
@@ -89,8 +91,8 @@ func init() {
 		}
 		return r.b.groups.LeaveGroup(r.ctx, req), nil
 	})
-	register(kmsg.OffsetCommit.Int16(), 0, 8, handleOffsetCommit)
-	register(kmsg.OffsetFetch.Int16(), 0, 8, handleOffsetFetch)
+	register(kmsg.OffsetCommit.Int16(), 0, 9, handleOffsetCommit) // v9: KIP-848 member epochs
+	register(kmsg.OffsetFetch.Int16(), 0, 9, handleOffsetFetch)   // v9: KIP-848 member epochs
 	register(kmsg.DescribeGroups.Int16(), 0, 6, func(r *request) (kmsg.Response, error) {
 		req := r.kreq.(*kmsg.DescribeGroupsRequest)
 		resp := r.b.groups.DescribeGroups(r.ctx, req)

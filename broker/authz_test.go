@@ -204,6 +204,7 @@ func authzSamples() map[int16]struct {
 	dg.Groups = []string{"g"}
 	add(dg, 4, true)
 	add(kmsg.NewPtrListGroupsRequest(), 3, false)
+	addConsumerGroupSamples(add)
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new", NumPartitions: 1, ReplicationFactor: 1}}
 	add(ct, 5, true)

@@ -275,6 +275,8 @@ func (b *Broker) start() error {
 		Logger:          b.componentLogger("groups"),
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
+		Topics:          b.groupTopics,
+		Consumer:        b.cfg.consumerGroups.groupsConfig(),
 		Fsync:           b.cfg.fsync,
 		WAL:             b.wal,
 		PendingTxnOffset: func(group, topic string, partition int32) bool {

@@ -62,6 +62,8 @@ type cfg struct {
 	bootstrapPassword            string
 	authFailBase                 time.Duration // first failed-authentication delay (tests shorten it)
 	snapshotInterval             int64         // bytes a partition accepts between producer-state snapshots (0: only at clean shutdown)
+
+	consumerGroups ConsumerGroupSettings // groups848.go
 }
 
 // Defaults.

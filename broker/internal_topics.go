@@ -65,6 +65,9 @@ func (o *offsetsProjection) watch(recs []kvlog.Record, replayed bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, r := range recs {
+		if !kafkaOffsetsKey(r.Key) {
+			continue
+		}
 		c := kvlog.Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value)}
 		if r.Value == nil {
 			c.Value = nil
@@ -84,6 +87,19 @@ func (o *offsetsProjection) watch(recs []kvlog.Record, replayed bool) {
 		default:
 		}
 	}
+}
+
+// kafkaOffsetsKey reports whether key is one of the key versions Kafka's
+// tools decode from __consumer_offsets: 0 and 1 (OffsetCommitKey) and 2
+// (GroupMetadataKey). The coordinator's consumer-protocol (KIP-848)
+// records use key versions of Sluice's own with JSON values; they stay
+// out of the copy, so that no tool mistakes them for Kafka's.
+func kafkaOffsetsKey(key []byte) bool {
+	if len(key) < 2 {
+		return false
+	}
+	v := int16(key[0])<<8 | int16(key[1])
+	return v >= 0 && v <= 2
 }
 
 // replayed ends the replay: the live records (tombstones left out) go

@@ -15,8 +15,10 @@ import (
 // (eager, cooperative, static members), transactional ETL
 // (GroupTransactSession across rebalances), regex consumption, adding
 // partitions while consuming, pausing, purging, large fetches, pooled
-// records, ... Tests for features Sluice does not serve (KIP-848
-// consumer groups, share groups, OAUTHBEARER) skip themselves; SCRAM
+// records, and the KIP-848 consumer-group variants (range/848,
+// sticky/848, sticky/848/static: they run because ConsumerGroupHeartbeat
+// v1 is advertised) ... Tests for features Sluice does not serve (share
+// groups, OAUTHBEARER) skip themselves; SCRAM
 // ones need KGO_TEST_SCRAM, which this test does not set (Sluice's own
 // security tests cover SCRAM with kgo).
 func TestFranzGoSuite(t *testing.T) {

@@ -54,6 +54,7 @@ record instead.`,
 	group := fs.StringP("group", "G", "", "consume as a member of this group, committing printed records")
 	format := fs.StringP("format", "f", `%p %o %k %v\n`, "output format (see above)")
 	jsonOut := fs.BoolP("json", "J", false, "print one JSON object per record")
+	groupProto := addGroupProtocolFlags(fs) // group_consumer.go
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *topic == "" {
 			return usagef("consume: --topic (-t) is required")
@@ -72,6 +73,10 @@ record instead.`,
 		if *count < 0 {
 			return usagef("consume: --count %d: want 0 or more", *count)
 		}
+		groupOpts, err := groupProto.opts()
+		if err != nil {
+			return err
+		}
 		var out recordWriter
 		if *jsonOut {
 			out = jsonWriter{}
@@ -84,7 +89,7 @@ record instead.`,
 		}
 		defer c.Close()
 		con := &consumer{c: c, cmd: cmd, topic: *topic, group: *group, spec: spec,
-			count: *count, exit: *exitAtEnd, out: out}
+			count: *count, exit: *exitAtEnd, out: out, groupOpts: groupOpts}
 		return con.run(only)
 	}
 	return cmd
@@ -164,6 +169,8 @@ type consumer struct {
 	count int
 	exit  bool
 	out   recordWriter
+	// groupOpts select the group protocol (--group-protocol).
+	groupOpts []kgo.Opt
 }
 
 // bounds lists each partition's start and end offsets.
@@ -297,6 +304,9 @@ func (k *consumer) run(only []int32) error {
 			kgo.ConsumeTopics(k.topic),
 			kgo.ConsumeResetOffset(k.spec.resetOffset()),
 			kgo.DisableAutoCommit(),
+		)
+		opts = append(opts, k.groupOpts...)
+		opts = append(opts,
 			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { tr.assign(m[k.topic], true) }),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { tr.assign(m[k.topic], false) }),
 			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { tr.assign(m[k.topic], false) }),

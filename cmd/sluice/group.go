@@ -71,6 +71,13 @@ func newGroupDescribeCmd() *cobra.Command {
 			l, ok := lags[name]
 			switch {
 			case !ok || groupMissing(l.State, l.Error()):
+				// Perhaps a consumer-protocol (KIP-848) group: group_consumer.go.
+				if found, err := describeConsumerGroup(ctx, c, name, out, i > 0); found || err != nil {
+					if err != nil {
+						return err
+					}
+					continue
+				}
 				return fmt.Errorf("group describe: group %q does not exist", name)
 			case l.Error() != nil:
 				return fmt.Errorf("group describe %s: %w", name, l.Error())

@@ -78,6 +78,13 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 			d.State = stateDead.String()
 		default:
 			g.mu.Lock()
+			if g.cg != nil {
+				d.ErrorCode = errGroupIDNotFound
+				msg := "Group " + id + " is not a classic group."
+				d.ErrorMessage = &msg
+				g.mu.Unlock()
+				break
+			}
 			d.State = g.state.String()
 			d.ProtocolType = g.protocolType
 			if g.state == stateStable || g.state == stateCompleting {
@@ -113,29 +120,39 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 		r.ErrorCode = errCoordinatorNotAvailable
 		return r
 	}
-	for _, t := range req.TypesFilter {
-		if !strings.EqualFold(t, "classic") {
-			return r // only classic groups exist here
+	typeOK := func(typ string) bool {
+		if req.Version < 5 || len(req.TypesFilter) == 0 {
+			return true
 		}
+		for _, t := range req.TypesFilter {
+			if strings.EqualFold(t, typ) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, g := range c.groupList() {
 		g.mu.Lock()
 		st, pt := g.state, g.protocolType
+		stName, typ := st.String(), "classic"
+		if g.cg != nil {
+			stName, typ = g.cg.stateName(), "consumer"
+		}
 		g.mu.Unlock()
-		if st == stateDead {
+		if st == stateDead || !typeOK(typ) {
 			continue
 		}
 		if len(req.StatesFilter) > 0 && req.Version >= 4 {
 			keep := false
 			for _, s := range req.StatesFilter {
-				keep = keep || strings.EqualFold(s, st.String())
+				keep = keep || strings.EqualFold(s, stName)
 			}
 			if !keep {
 				continue
 			}
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, pt, st.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.id, pt, stName, typ
 		r.Groups = append(r.Groups, lg)
 	}
 	return r
@@ -185,6 +202,9 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	if g.meta != nil {
 		recs = append(recs, kv{Key: groupKey(g.id)})
 	}
+	if g.cg != nil && g.cgRecorded {
+		recs = append(recs, g.cg.tombstones(g.id)...)
+	}
 	g.mu.Unlock()
 	var err error
 	if len(recs) > 0 {
@@ -193,6 +213,7 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 			defer g.mu.Unlock()
 			g.offsets = map[tp]*committed{}
 			g.meta = nil
+			g.cg, g.cgRecorded = nil, false
 		})
 	}
 	if err != nil {

@@ -68,6 +68,13 @@ type Config struct {
 	// Fsync is the internal log's fsync policy. Default
 	// acceptor.FsyncAlways: a commit is fsynced before it is acknowledged.
 	Fsync acceptor.FsyncPolicy
+	// Topics, if set, returns every topic that exists, by name. Consumer
+	// groups (KIP-848) resolve their subscriptions against it; nil means
+	// no topic exists for them. It is called with no coordinator lock
+	// held, and must not call into the Coordinator.
+	Topics func() map[string]TopicInfo
+	// Consumer configures consumer groups (KIP-848).
+	Consumer ConsumerConfig
 	// WAL, when set (Fsync acceptor.FsyncAlways), is the shared
 	// write-ahead log the internal log's records are made durable
 	// through, under the name WALName (see kvlog.ReplayWAL).
@@ -77,6 +84,39 @@ type Config struct {
 // WALName names the group coordinator's records in the shared
 // write-ahead log (kvlog.WALKey).
 const WALName = "groups"
+
+// ConsumerConfig configures consumer groups (KIP-848). Zero values take
+// Kafka's defaults, noted.
+type ConsumerConfig struct {
+	// SessionTimeout is the session timeout of consumer-protocol
+	// members (group.consumer.session.timeout.ms), default 45 s, within
+	// MinSessionTimeout and MaxSessionTimeout
+	// (group.consumer.min/max.session.timeout.ms, defaults 45 s and 60 s).
+	SessionTimeout    time.Duration
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// HeartbeatInterval is the heartbeat interval the coordinator
+	// gives consumer-protocol members (group.consumer.heartbeat.interval.ms),
+	// default 5 s, within MinHeartbeatInterval and
+	// MaxHeartbeatInterval (defaults 5 s and 15 s), and shorter
+	// than the session timeout.
+	HeartbeatInterval    time.Duration
+	MinHeartbeatInterval time.Duration
+	MaxHeartbeatInterval time.Duration
+	// Assignors are the server-side assignors consumer groups may
+	// ask for (group.consumer.assignors), the first the default; default
+	// uniform, range.
+	Assignors []string
+	// MaxSize bounds a consumer group's members
+	// (group.consumer.max.size); default unbounded.
+	MaxSize int
+}
+
+// TopicInfo is what consumer groups need of a topic.
+type TopicInfo struct {
+	ID         [16]byte
+	Partitions int32
+}
 
 // Timer is a scheduled callback; Stop cancels it if it has not run.
 type Timer interface {
@@ -91,6 +131,13 @@ const (
 	DefaultRetentionCheckInterval = 10 * time.Minute
 	DefaultMaxMetadataBytes       = 4096
 	DefaultCompactMinRecords      = 10000
+
+	DefaultConsumerSessionTimeout       = 45 * time.Second
+	DefaultConsumerMinSessionTimeout    = 45 * time.Second
+	DefaultConsumerMaxSessionTimeout    = 60 * time.Second
+	DefaultConsumerHeartbeatInterval    = 5 * time.Second
+	DefaultConsumerMinHeartbeatInterval = 5 * time.Second
+	DefaultConsumerMaxHeartbeatInterval = 15 * time.Second
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -138,6 +185,42 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CompactMinRecords == 0 {
 		c.CompactMinRecords = DefaultCompactMinRecords
+	}
+	return c.consumerDefaults()
+}
+
+// consumerDefaults fills and checks the consumer-group settings, with
+// Kafka's rules: each value within its bounds, the heartbeat interval
+// shorter than the session timeout, assignors known.
+func (c Config) consumerDefaults() (Config, error) {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.Consumer.MinSessionTimeout, DefaultConsumerMinSessionTimeout)
+	def(&c.Consumer.MaxSessionTimeout, DefaultConsumerMaxSessionTimeout)
+	def(&c.Consumer.SessionTimeout, DefaultConsumerSessionTimeout)
+	def(&c.Consumer.MinHeartbeatInterval, DefaultConsumerMinHeartbeatInterval)
+	def(&c.Consumer.MaxHeartbeatInterval, DefaultConsumerMaxHeartbeatInterval)
+	def(&c.Consumer.HeartbeatInterval, DefaultConsumerHeartbeatInterval)
+	switch {
+	case c.Consumer.SessionTimeout < c.Consumer.MinSessionTimeout || c.Consumer.SessionTimeout > c.Consumer.MaxSessionTimeout:
+		return c, fmt.Errorf("groups: ConsumerSessionTimeout %v is outside [%v, %v]", c.Consumer.SessionTimeout, c.Consumer.MinSessionTimeout, c.Consumer.MaxSessionTimeout)
+	case c.Consumer.HeartbeatInterval < c.Consumer.MinHeartbeatInterval || c.Consumer.HeartbeatInterval > c.Consumer.MaxHeartbeatInterval:
+		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v is outside [%v, %v]", c.Consumer.HeartbeatInterval, c.Consumer.MinHeartbeatInterval, c.Consumer.MaxHeartbeatInterval)
+	case c.Consumer.HeartbeatInterval >= c.Consumer.SessionTimeout:
+		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v must be shorter than ConsumerSessionTimeout %v", c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout)
+	case c.Consumer.MaxSize < 0:
+		return c, fmt.Errorf("groups: ConsumerMaxSize %d is negative", c.Consumer.MaxSize)
+	}
+	if len(c.Consumer.Assignors) == 0 {
+		c.Consumer.Assignors = []string{AssignorUniform, AssignorRange}
+	}
+	for _, a := range c.Consumer.Assignors {
+		if a != AssignorUniform && a != AssignorRange {
+			return c, fmt.Errorf("groups: unknown consumer group assignor %q (known: uniform, range)", a)
+		}
 	}
 	return c, nil
 }

@@ -126,6 +126,10 @@ func (c *Coordinator) shutdownGroupLocked(g *group) {
 		}
 		c.failWaitersLocked(m, errCoordinatorNotAvailable)
 	}
+	for id, ct := range g.ctimers {
+		ct.stop()
+		delete(g.ctimers, id)
+	}
 }
 
 // failWaitersLocked answers a member's blocked JoinGroup and SyncGroup
@@ -247,6 +251,14 @@ func newMemberID(clientID string) string {
 
 // applyRecord applies one internal-log record during replay.
 func (c *Coordinator) applyRecord(off int64, r kv) error {
+	if isConsumerKey(r.Key) {
+		d, err := decodeConsumerRecord(r)
+		if err != nil {
+			return fmt.Errorf("record at offset %d: %w", off, err)
+		}
+		c.applyConsumerRecord(d)
+		return nil
+	}
 	d, err := decodeRecord(r)
 	if err != nil {
 		return fmt.Errorf("record at offset %d: %w", off, err)
@@ -292,6 +304,14 @@ func (c *Coordinator) finishReplay() {
 	}()
 	for _, g := range c.groupList() {
 		g.mu.Lock()
+		if g.cg != nil && !g.cgRecorded && len(g.cg.members) == 0 {
+			g.cg = nil
+		}
+		if g.cg != nil {
+			c.finishConsumerReplayLocked(g, now)
+			g.mu.Unlock()
+			continue
+		}
 		if g.meta == nil {
 			if len(g.offsets) == 0 {
 				drop = append(drop, g)
@@ -352,6 +372,9 @@ func (c *Coordinator) snapshot() []kv {
 		g.mu.Lock()
 		if g.meta != nil {
 			recs = append(recs, kv{Key: groupKey(g.id), Value: g.meta})
+		}
+		if g.cg != nil && g.cgRecorded {
+			recs = g.cg.snapshot(g.id, recs)
 		}
 		keys := make([]tp, 0, len(g.offsets))
 		for k := range g.offsets {
@@ -453,6 +476,9 @@ func (c *Coordinator) expire() {
 			if g.meta != nil {
 				recs = append(recs, kv{Key: groupKey(g.id)})
 			}
+			if g.cg != nil && g.cgRecorded {
+				recs = append(recs, g.cg.tombstones(g.id)...)
+			}
 		}
 		g.mu.Unlock()
 		var err error
@@ -464,6 +490,7 @@ func (c *Coordinator) expire() {
 				}
 				if drop {
 					g.meta = nil
+					g.cg, g.cgRecorded = nil, false
 				}
 				g.mu.Unlock()
 			})

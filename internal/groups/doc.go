@@ -1,6 +1,9 @@
 // Package groups is Sluice's consumer-group coordinator for Kafka's
-// classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), with
-// committed offsets and group metadata persisted in an internal log.
+// classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and
+// the consumer group protocol of KIP-848 (ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe; consumer.go draws its state and how it is
+// changed), with committed offsets and group state persisted in an
+// internal log.
 //
 // The broker holds one Coordinator and calls one handler method per Kafka
 // API; each takes the kmsg request and returns the kmsg response.
@@ -12,7 +15,8 @@
 // # Persistence
 //
 // Offsets and group metadata are records in the format of Kafka's
-// __consumer_offsets topic (see records.go), appended as RecordBatches to
+// __consumer_offsets topic (see records.go; consumer groups' records,
+// under key versions of Sluice's own, in crecords.go), appended as RecordBatches to
 // an internal partition log (package kvlog, over storage and an
 // acceptor), and fsynced before the OffsetCommit or SyncGroup reply. Open
 // replays the log; when it holds more than Config.CompactMinRecords
@@ -29,4 +33,11 @@
 // never block. Config.PartitionExists runs under group.mu, after it in
 // the order (the broker's topic lock), and so does
 // Config.PendingTxnOffset (the transaction coordinator's lock).
+//
+// A consumer group's state is changed only with persistMu held
+// exclusively (heartbeats, leaves, its timers), and written through the
+// store with group.mu released, as above; the describable callback a
+// ConsumerGroupHeartbeat carries (the broker's authorizer) runs under
+// group.mu, after it in the order. Config.Topics is called with no
+// coordinator lock held.
 package groups

@@ -148,6 +148,13 @@ type group struct {
 	offsets      map[tp]*committed
 	meta         []byte // value of the group's last persisted metadata record; nil when none
 	metaOffset   int64  // internal-log offset of that record
+
+	// cg is the consumer-protocol (KIP-848) state of a consumer group;
+	// nil for a classic group. It is replaced, never changed in place,
+	// by a writer holding persistMu exclusively (see consumer.go).
+	cg         *cgroup
+	cgRecorded bool               // the internal log holds cg's group record
+	ctimers    map[string]*ctimer // consumer-protocol member id -> its timers
 }
 
 func newGroup(id string, now time.Time) *group {
@@ -158,6 +165,7 @@ func newGroup(id string, now time.Time) *group {
 		static:     map[string]string{},
 		pending:    map[string]Timer{},
 		offsets:    map[tp]*committed{},
+		ctimers:    map[string]*ctimer{},
 	}
 }
 

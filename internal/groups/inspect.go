@@ -9,7 +9,13 @@ type GroupSummary struct {
 	ProtocolType string
 	Protocol     string
 	Members      int
-	Offsets      []CommittedOffset // sorted by topic, then partition
+	// Epoch and AssignmentEpoch are a consumer-protocol group's group
+	// epoch and target assignment epoch (0 for classic groups, whose
+	// Protocol is the assignor the leader chose; a consumer group's is
+	// its server-side assignor).
+	Epoch           int32
+	AssignmentEpoch int32
+	Offsets         []CommittedOffset // sorted by topic, then partition
 }
 
 // CommittedOffset is one committed offset of a group.
@@ -36,6 +42,10 @@ func (c *Coordinator) Summaries() []GroupSummary {
 			Protocol:     g.protocol,
 			Members:      len(g.members),
 			Offsets:      make([]CommittedOffset, 0, len(g.offsets)),
+		}
+		if g.cg != nil {
+			s.State, s.Members, s.Protocol = g.cg.stateName(), len(g.cg.members), g.cg.Assignor
+			s.Epoch, s.AssignmentEpoch = g.cg.Epoch, g.cg.AssignEpoch
 		}
 		for _, k := range sortedKeys(g.offsets) {
 			s.Offsets = append(s.Offsets, CommittedOffset{Topic: k.topic, Partition: k.partition, Offset: g.offsets[k].offset})

@@ -88,6 +88,10 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest, reply func(*km
 	if req.Version >= 5 && req.InstanceID != nil {
 		instance = *req.InstanceID
 	}
+	if !c.classicJoinConsumer(req.Group) {
+		fail(errInconsistentGroupProto)
+		return
+	}
 	var g *group
 	if req.MemberID == "" {
 		g = c.getOrCreate(req.Group)

@@ -18,6 +18,7 @@ type metrics struct {
 	staticRejoins   prometheus.Counter
 	joinSeconds     prometheus.Histogram
 	compactions     prometheus.Counter
+	consumerWrites  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -40,6 +41,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Time JoinGroup requests waited for their rebalance.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		compactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_group_log_compactions_total",
 			Help: "Rewrites of the coordinator's internal log down to its live records."}),
+		consumerWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_group_consumer_state_writes_total",
+			Help: "Consumer-protocol (KIP-848) group state changes written durably."}),
 	}
 	if reg == nil {
 		return m
@@ -53,6 +56,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	register(reg, &m.staticRejoins)
 	register(reg, &m.joinSeconds)
 	register(reg, &m.compactions)
+	register(reg, &m.consumerWrites)
 	return m
 }
 

@@ -92,6 +92,8 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, codes [][]int16) {
 	switch {
 	case g.state == stateDead:
 		code = errCoordinatorNotAvailable
+	case g.cg != nil:
+		code = checkConsumerCommitLocked(g.cg, req.Version, memberID, gen)
 	case gen < 0 && memberID == "" && len(g.members) == 0:
 		// a simple commit
 	case g.state == stateCompleting:
@@ -256,7 +258,14 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 			for _, t := range rg.Topics {
 				topics = append(topics, fetchTopic{t.Topic, nonNil(t.Partitions)})
 			}
-			out, code := c.fetch(rg.Group, topics, rg.Topics == nil, req.RequireStable)
+			var out []fetched
+			code := errNone
+			if req.Version >= 9 {
+				code = c.checkConsumerFetch(rg.Group, rg.MemberID, rg.MemberEpoch)
+			}
+			if code == errNone {
+				out, code = c.fetch(rg.Group, topics, rg.Topics == nil, req.RequireStable)
+			}
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
 			g.ErrorCode = code
@@ -379,7 +388,9 @@ func (c *Coordinator) offsetDelete(req *kmsg.OffsetDeleteRequest) (int16, [][]in
 		return errGroupIDNotFound, nil
 	}
 	var subscribed map[string]bool
-	if g.state != stateEmpty {
+	if g.cg != nil && len(g.cg.members) > 0 {
+		subscribed = consumerSubscribedLocked(g.cg)
+	} else if g.cg == nil && g.state != stateEmpty {
 		if g.protocolType != "consumer" {
 			g.mu.Unlock()
 			return errNonEmptyGroup, nil

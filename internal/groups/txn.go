@@ -43,6 +43,14 @@ func (c *Coordinator) CheckMember(group, memberID string, instanceID *string, ge
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.cg != nil && g.state != stateDead {
+		switch code := checkConsumerCommitLocked(g.cg, 9, memberID, generation); code {
+		case errStaleMemberEpoch:
+			return errIllegalGeneration
+		default:
+			return code
+		}
+	}
 	m := g.members[memberID]
 	switch {
 	case g.state == stateDead:

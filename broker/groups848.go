@@ -1,0 +1,60 @@
+package broker
+
+// Consumer groups (KIP-848): the broker's settings for them and the
+// topic view the group coordinator resolves subscriptions against.
+
+import (
+	"time"
+
+	"github.com/sluicedb/sluice/internal/groups"
+)
+
+// ConsumerGroupSettings are the broker's settings for consumer groups
+// (KIP-848), named after Kafka's; zero values take Kafka's defaults.
+type ConsumerGroupSettings struct {
+	// SessionTimeout: group.consumer.session.timeout.ms (45 s), within
+	// MinSessionTimeout and MaxSessionTimeout
+	// (group.consumer.min.session.timeout.ms 45 s,
+	// group.consumer.max.session.timeout.ms 60 s).
+	SessionTimeout    time.Duration
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// HeartbeatInterval: group.consumer.heartbeat.interval.ms (5 s),
+	// within MinHeartbeatInterval and MaxHeartbeatInterval
+	// (group.consumer.min/max.heartbeat.interval.ms, 5 s and 15 s), and
+	// shorter than the session timeout.
+	HeartbeatInterval    time.Duration
+	MinHeartbeatInterval time.Duration
+	MaxHeartbeatInterval time.Duration
+	// Assignors: group.consumer.assignors ("uniform", "range"; the first
+	// is the default).
+	Assignors []string
+	// MaxSize: group.consumer.max.size (unbounded).
+	MaxSize int
+}
+
+// ConsumerGroups sets the consumer-group settings; Start rejects values
+// outside their bounds.
+func ConsumerGroups(s ConsumerGroupSettings) Opt {
+	return opt(func(c *cfg) { c.consumerGroups = s })
+}
+
+func (s ConsumerGroupSettings) groupsConfig() groups.ConsumerConfig {
+	return groups.ConsumerConfig{
+		SessionTimeout: s.SessionTimeout, MinSessionTimeout: s.MinSessionTimeout, MaxSessionTimeout: s.MaxSessionTimeout,
+		HeartbeatInterval: s.HeartbeatInterval, MinHeartbeatInterval: s.MinHeartbeatInterval, MaxHeartbeatInterval: s.MaxHeartbeatInterval,
+		Assignors: s.Assignors, MaxSize: s.MaxSize,
+	}
+}
+
+// groupTopics is every topic with its id and partition count,
+// __consumer_offsets included (a broker-resolved regex matches the
+// internal topics Metadata lists, as in Kafka).
+func (b *Broker) groupTopics() map[string]groups.TopicInfo {
+	ts := b.sortedTopics()
+	out := make(map[string]groups.TopicInfo, len(ts))
+	for _, t := range ts {
+		out[t.name] = groups.TopicInfo{ID: t.id, Partitions: int32(len(t.parts))}
+	}
+	return out
+}
