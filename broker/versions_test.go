@@ -18,6 +18,7 @@ var kafka40Min = map[kmsg.Key]int16{
 	kmsg.OffsetCommit: 2, kmsg.OffsetFetch: 1, kmsg.FindCoordinator: 0,
 	kmsg.JoinGroup: 0, kmsg.Heartbeat: 0, kmsg.LeaveGroup: 0, kmsg.SyncGroup: 0,
 	kmsg.DescribeGroups: 0, kmsg.ListGroups: 0, kmsg.ApiVersions: 0,
+	kmsg.ConsumerGroupHeartbeat: 0, kmsg.ConsumerGroupDescribe: 0,
 	kmsg.CreateTopics: 2, kmsg.DeleteTopics: 1, kmsg.DeleteRecords: 0,
 	kmsg.InitProducerID: 0, kmsg.OffsetForLeaderEpoch: 2, kmsg.DescribeConfigs: 1,
 	kmsg.AlterConfigs: 0, kmsg.DescribeLogDirs: 1, kmsg.CreatePartitions: 0,
