@@ -98,3 +98,74 @@ func MkdirAllDurable(fs FS, dir string) error {
 	}
 	return nil
 }
+
+// SyncParent fsyncs the directory holding name, making name's entry (a
+// create, rename or remove there) durable.
+func SyncParent(fs FS, name string) error {
+	dir := filepath.Dir(name)
+	if err := fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// RenameDurable renames oldname to newname and fsyncs the directories
+// that hold them, the new one first: once it returns nil the rename
+// survives power loss. A crash between the two syncs can leave the entry
+// under both names; never under neither.
+func RenameDurable(fs FS, oldname, newname string) error {
+	if err := fs.Rename(oldname, newname); err != nil {
+		return err
+	}
+	if err := SyncParent(fs, newname); err != nil {
+		return err
+	}
+	if filepath.Dir(oldname) != filepath.Dir(newname) {
+		return SyncParent(fs, oldname)
+	}
+	return nil
+}
+
+// RemoveDurable removes name and fsyncs its directory. A name already
+// absent is not an error (the directory is still synced, since an
+// earlier attempt may have removed it without the sync).
+func RemoveDurable(fs FS, name string) error {
+	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return SyncParent(fs, name)
+}
+
+// RemoveAllDurable removes the tree at dir and fsyncs dir's parent.
+func RemoveAllDurable(fs FS, dir string) error {
+	if err := fs.RemoveAll(dir); err != nil {
+		return err
+	}
+	return SyncParent(fs, dir)
+}
+
+// CreateDurable creates name, writes data, fsyncs it and its directory,
+// and returns the file open for appending. It is for files that are
+// then appended to (logs, segments); for files replaced whole, use
+// WriteFileAtomic.
+func CreateDurable(fs FS, name string, data []byte) (File, error) {
+	f, err := fs.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sync %s: %w", name, err)
+	}
+	if err := SyncParent(fs, name); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
