@@ -44,8 +44,8 @@ type MemFS struct {
 	// memDir holds its entries as of its last SyncDir.
 	dirs   map[string]*memDir
 	inject func(Op) error
-	counts  [numOpKinds]int64
-	seq     int64
+	counts [numOpKinds]int64
+	seq    int64
 	// capacity bounds the bytes of all files (SetCapacity); 0: unlimited.
 	capacity int64
 	locks    map[string]bool // names held by Lock
