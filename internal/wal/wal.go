@@ -172,7 +172,7 @@ func Open(o Options) (*WAL, *Replay, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
-	if err := o.FS.MkdirAll(o.Dir); err != nil {
+	if err := vfs.MkdirAllDurable(o.FS, o.Dir); err != nil {
 		return nil, nil, fmt.Errorf("wal: create %s: %w", o.Dir, err)
 	}
 	rp, err := readAll(o.FS, o.Dir, o.Logger)
