@@ -232,7 +232,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 
 	var cp *checkpoint
 	if have[checkpointName] {
-		if b, err := readWhole(fs, filepath.Join(dir, checkpointName)); err == nil {
+		if b, err := vfs.ReadFile(fs, filepath.Join(dir, checkpointName)); err == nil {
 			if c, err := decodeCheckpoint(b); err == nil {
 				cp = &c
 			}

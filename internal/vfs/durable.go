@@ -12,6 +12,14 @@ import (
 // target. A crash can leave one behind; it is never read as the target.
 const TmpSuffix = ".tmp"
 
+// ErrNotDurable is matched by a WriteFileAtomic error from after the
+// rename: name may hold the new contents, or may after a crash hold the
+// old ones, and the caller cannot tell which until a restart reads it.
+var ErrNotDurable = errors.New("vfs: replaced, but the directory sync failed")
+
+// MaxReadFile bounds what ReadFile reads: it is for metadata files.
+const MaxReadFile = 1 << 30
+
 // WriteFileAtomic replaces name with data atomically and durably: data
 // is written to name+TmpSuffix, fsynced, renamed over name, and then the
 // directory holding name is fsynced, so that after a crash at any point
@@ -44,13 +52,13 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
 	if err := fs.SyncDir(filepath.Dir(name)); err != nil {
-		return fmt.Errorf("sync directory of %s: %w", name, err)
+		return fmt.Errorf("sync directory of %s: %w: %w", name, ErrNotDurable, err)
 	}
 	return nil
 }
 
 // ReadFile reads the whole of name. A missing file gives an error
-// matching os.ErrNotExist.
+// matching os.ErrNotExist; one larger than MaxReadFile an error.
 func ReadFile(fs FS, name string) ([]byte, error) {
 	f, err := fs.Open(name)
 	if err != nil {
@@ -60,6 +68,9 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 	size, err := f.Size()
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", name, err)
+	}
+	if size > MaxReadFile {
+		return nil, fmt.Errorf("read %s: %d bytes is too large for a metadata file", name, size)
 	}
 	data := make([]byte, size)
 	n, err := f.ReadAt(data, 0)
