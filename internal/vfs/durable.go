@@ -29,6 +29,36 @@ const MaxReadFile = 1 << 30
 // It is the only atomic-replace in Sluice: every metadata file goes
 // through it.
 func WriteFileAtomic(fs FS, name string, data []byte) error {
+	return writeFileAtomic(fs, name, data, false)
+}
+
+// WriteFilePrivate is WriteFileAtomic for a secret (credentials): on a
+// filesystem that has permissions (Chmoder) the file is readable by its
+// owner only, from before any byte is written.
+func WriteFilePrivate(fs FS, name string, data []byte) error {
+	return writeFileAtomic(fs, name, data, true)
+}
+
+// Chmoder is implemented by filesystems with permission bits.
+type Chmoder interface {
+	Chmod(name string, mode os.FileMode) error
+}
+
+// MkdirAllPrivate is MkdirAllDurable for a directory of secrets: on a
+// filesystem with permissions, dir is made accessible by its owner only.
+func MkdirAllPrivate(fs FS, dir string) error {
+	if err := MkdirAllDurable(fs, dir); err != nil {
+		return err
+	}
+	if c, ok := fs.(Chmoder); ok {
+		if err := c.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("restrict %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+func writeFileAtomic(fs FS, name string, data []byte, private bool) error {
 	tmp := name + TmpSuffix
 	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", tmp, err)
@@ -36,6 +66,12 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 	f, err := fs.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if c, ok := fs.(Chmoder); ok && private {
+		if err := c.Chmod(tmp, 0o600); err != nil {
+			f.Close()
+			return fmt.Errorf("restrict %s: %w", tmp, err)
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
