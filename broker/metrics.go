@@ -18,6 +18,7 @@ type metrics struct {
 	topics        prometheus.Gauge
 	fetchBytes    prometheus.Counter
 	diskFree      prometheus.Gauge
+	walDropped    prometheus.Counter
 
 	// byKey caches requests' child per API key (looking a label value
 	// up hashes and locks on every request); entries are set once.
@@ -60,9 +61,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Record bytes sent in Fetch responses.",
 		}),
 		diskFree: newDiskFreeGauge(),
+		walDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "wal", Name: "replay_dropped_entries_total",
+			Help: "Write-ahead log entries dropped at start because they did not continue their log (the log ended before them; the warning names the log and offsets).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.authFailures, m.oversized, m.topics, m.fetchBytes, m.diskFree)
+		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.authFailures, m.oversized, m.topics, m.fetchBytes, m.diskFree, m.walDropped)
 	}
 	return m
 }
