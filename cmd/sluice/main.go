@@ -36,6 +36,7 @@ func subcommands() []*cobra.Command {
 		newRepairCmd(),
 		newUserCmd(),
 		newACLCmd(),
+		newTxnCmd(),
 	}
 }
 
