@@ -55,9 +55,8 @@ func (b *Broker) StuckPartitions() []StuckPartition {
 			continue
 		}
 		o := open[0]
-		since := time.UnixMilli(o.SinceMs)
-		if now.Sub(since) < b.cfg.txnMaxTimeout {
-			continue
+		if now.UnixMilli()-o.SinceMs < b.cfg.txnMaxTimeout.Milliseconds() {
+			continue // as AbortHanging ages them
 		}
 		hw := p.HighWatermark()
 		lso := p.LastStableOffsetAt(hw)
@@ -65,7 +64,7 @@ func (b *Broker) StuckPartitions() []StuckPartition {
 			continue
 		}
 		out = append(out, StuckPartition{Topic: p.Topic(), Partition: p.Index(), HighWatermark: hw, LastStable: lso,
-			ProducerID: o.ProducerID, ProducerEpoch: o.Epoch, OpenSince: since, CoordinatorLive: tc != nil && tc.Live(o.ProducerID)})
+			ProducerID: o.ProducerID, ProducerEpoch: o.Epoch, OpenSince: time.UnixMilli(o.SinceMs), CoordinatorLive: tc != nil && tc.Live(o.ProducerID)})
 	}
 	return out
 }
