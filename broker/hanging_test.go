@@ -66,18 +66,26 @@ func readCommitted(ctx context.Context, t *testing.T, addr, topic, last string) 
 // was fsynced, directory entries included). After the restart the open
 // transaction is aborted, so the last stable offset moves past it, and
 // every committed transaction, and the plain records after the open
-// one, are readable with read_committed. With the coordinator's log
+// one, are readable with read_committed, with the shared WAL and without
+// (the coordinator's log then fsyncs itself: before its directory entry
+// was synced, the cut took the whole log). With the coordinator's log
 // kept, the coordinator aborts it at its timeout; with the coordinator's
 // state gone (its directory lost), the partition's safeguard aborts it
 // as a hanging transaction once TransactionMaxTimeout passed.
 func TestPowerCutMidTransaction(t *testing.T) {
 	for _, c := range []struct {
 		name      string
+		wal       bool
 		loseCoord bool
-	}{{"coordinator kept", false}, {"coordinator state lost", true}} {
+	}{
+		{"coordinator kept", true, false},
+		{"coordinator kept, WAL off", false, false},
+		{"coordinator state lost", true, true},
+		{"coordinator state lost, WAL off", false, true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			mem := vfs.NewMem()
-			b := newBroker(t, "/data", withFS(mem))
+			b := newBroker(t, "/data", withFS(mem), WAL(c.wal))
 			ctx := txnCtx(t)
 			const topic = "cut-txn"
 			if err := b.CreateTopic(ctx, topic, 1, nil); err != nil {
@@ -121,9 +129,12 @@ func TestPowerCutMidTransaction(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rb := newBroker(t, "/data", withFS(crashed), TransactionSweepInterval(20*time.Millisecond),
+			rb := newBroker(t, "/data", withFS(crashed), WAL(c.wal), TransactionSweepInterval(20*time.Millisecond),
 				TransactionMaxTimeout(2*time.Second))
 			p := rb.partition(topic, 0)
+			if p == nil {
+				t.Fatalf("topic %s lost in the power cut", topic)
+			}
 			if p.HighWatermark() < hw {
 				t.Fatalf("the restarted partition ends at %d, acknowledged up to %d", p.HighWatermark(), hw)
 			}
