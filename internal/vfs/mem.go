@@ -49,6 +49,11 @@ type MemFS struct {
 	// capacity bounds the bytes of all files (SetCapacity); 0: unlimited.
 	capacity int64
 	locks    map[string]bool // names held by Lock
+	// crashAt, when not 0, is the mutating operation before which
+	// crashSnap takes a CrashClone (CrashBefore).
+	crashAt   int64
+	crashOpts CrashOptions
+	crashSnap *MemFS
 }
 
 // memNode is one file's contents (an inode: renames move it, open handles
@@ -207,6 +212,9 @@ func (m *MemFS) beginLocked(k OpKind, name string) error {
 	if k != OpOpen {
 		m.seq++
 		op.Seq = m.seq
+		if m.seq == m.crashAt {
+			m.crashSnap = m.crashCloneLocked(m.crashOpts)
+		}
 	}
 	if m.inject != nil {
 		return m.inject(op)
@@ -471,6 +479,27 @@ type CrashOptions struct {
 func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.crashCloneLocked(opts)
+}
+
+// CrashBefore arranges for a CrashClone to be taken just before the
+// mutating operation numbered seq (see Op.Seq) runs, while m keeps
+// working: a power cut at that instant, for a test that runs a workload
+// on, unaware of the cut, and checks afterwards that whatever the
+// workload had acknowledged before operation seq survived. The returned
+// function gives the clone, or nil while operation seq has not run.
+func (m *MemFS) CrashBefore(seq int64, opts CrashOptions) func() *MemFS {
+	m.mu.Lock()
+	m.crashAt, m.crashOpts, m.crashSnap = seq, opts, nil
+	m.mu.Unlock()
+	return func() *MemFS {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.crashSnap
+	}
+}
+
+func (m *MemFS) crashCloneLocked(opts CrashOptions) *MemFS {
 	c := NewMem()
 	durable := map[string]*memNode{}
 	// walk collects the durable tree under d at p. onPath guards against

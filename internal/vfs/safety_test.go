@@ -262,3 +262,28 @@ func TestMemCrashDirectories(t *testing.T) {
 		})
 	}
 }
+
+// TestMemCrashBefore: CrashBefore takes the clone just before the chosen
+// mutating operation runs, and the filesystem works on unchanged.
+func TestMemCrashBefore(t *testing.T) {
+	m := NewMem()
+	MkdirAllDurable(m, "/d")
+	f, _ := m.Create("/d/a")
+	m.SyncDir("/d")
+	cut := m.CrashBefore(m.Seq()+2, CrashOptions{}) // before the Sync below
+	f.Write([]byte("lost"))
+	if cut() != nil {
+		t.Fatal("clone taken before its operation")
+	}
+	f.Sync()
+	c := cut()
+	if c == nil {
+		t.Fatal("no clone after the operation ran")
+	}
+	if fi, err := c.Stat("/d/a"); err != nil || fi.Size() != 0 {
+		t.Fatalf("the clone holds %v %v, want the empty file synced before", fi, err)
+	}
+	if fi, _ := m.Stat("/d/a"); fi.Size() != 4 {
+		t.Fatalf("the filesystem itself changed: size %d", fi.Size())
+	}
+}
