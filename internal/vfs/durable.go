@@ -190,29 +190,3 @@ func RemoveAllDurable(fs FS, dir string) error {
 	}
 	return SyncParent(fs, dir)
 }
-
-// CreateDurable creates name, writes data, fsyncs it and its directory,
-// and returns the file open for appending. It is for files that are
-// then appended to (logs, segments); for files replaced whole, use
-// WriteFileAtomic.
-func CreateDurable(fs FS, name string, data []byte) (File, error) {
-	f, err := fs.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > 0 {
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("write %s: %w", name, err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("sync %s: %w", name, err)
-	}
-	if err := SyncParent(fs, name); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
