@@ -683,7 +683,7 @@ func TestAPIStuckPartitions(t *testing.T) {
 		b.Close()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 	defer cancel()
 	if err := b.CreateTopic(ctx, "held", 2, nil); err != nil {
 		t.Fatal(err)
