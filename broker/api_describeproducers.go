@@ -6,8 +6,11 @@ package broker
 //   - For each partition: the producers (idempotent or transactional)
 //     with state on it: producer id, epoch, last sequence written (-1
 //     when none in this epoch) and the first offset of the producer's
-//     open transaction on the partition (-1 when none). LastTimestamp and
-//     CoordinatorEpoch are -1 (not tracked).
+//     open transaction on the partition (-1 when none). LastTimestamp is,
+//     for a producer with an open transaction, when the partition first
+//     saw it open (the broker's clock), so that a tool can tell a hanging
+//     transaction (KIP-664) by its age; else -1. CoordinatorEpoch is -1
+//     (not tracked).
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION.
 //   - Authorization: READ on each topic (else
 //     TOPIC_AUTHORIZATION_FAILED).
@@ -42,12 +45,19 @@ func handleDescribeProducers(r *request) (kmsg.Response, error) {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
+			since := map[int64]int64{}
+			for _, o := range p.OpenTxns(r.b.hangingNow().UnixMilli()) {
+				since[o.ProducerID] = o.SinceMs
+			}
 			act := p.Producers()
 			sort.Slice(act, func(i, j int) bool { return act[i].ID < act[j].ID })
 			for _, a := range act {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = a.ID, int32(a.Epoch), a.LastSequence
 				ap.LastTimestamp, ap.CoordinatorEpoch = -1, -1
+				if ms, ok := since[a.ID]; ok && a.TxnStartOffset >= 0 {
+					ap.LastTimestamp = ms
+				}
 				ap.CurrentTxnStartOffset = a.TxnStartOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}

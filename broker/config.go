@@ -39,14 +39,15 @@ type cfg struct {
 	cleanerInterval   time.Duration
 	txnMaxTimeout     time.Duration
 	txnSweep          time.Duration
-	diskWatermark     int64         // bytes; <0: min(1 GiB, 5%); 0: guard off
-	diskInterval      time.Duration // between free-space checks
-	healBackoff       time.Duration // first wait before a failed partition recovers
-	healBackoffMax    time.Duration // longest wait between its attempts (0: the acceptor's default)
-	preallocate       int64         // storage.Config.Preallocate (tests); 0: the default
-	wal               bool          // a write-ahead log shared by the partitions (FsyncAlways only)
-	walSegmentBytes   int64         // wal.Options.SegmentBytes (tests); 0: the default
-	fs                vfs.FS        // the OS filesystem; tests in this package substitute a crash FS
+	diskWatermark     int64            // bytes; <0: min(1 GiB, 5%); 0: guard off
+	diskInterval      time.Duration    // between free-space checks
+	healBackoff       time.Duration    // first wait before a failed partition recovers
+	healBackoffMax    time.Duration    // longest wait between its attempts (0: the acceptor's default)
+	preallocate       int64            // storage.Config.Preallocate (tests); 0: the default
+	wal               bool             // a write-ahead log shared by the partitions (FsyncAlways only)
+	walSegmentBytes   int64            // wal.Options.SegmentBytes (tests); 0: the default
+	fs                vfs.FS           // the OS filesystem; tests in this package substitute a crash FS
+	hangingNow        func() time.Time // ages open transactions (hanging.go); nil: time.Now
 	partitionMetrics  bool
 	logRequests       bool
 
@@ -228,6 +229,10 @@ func DiskCheckInterval(d time.Duration) Opt { return opt(func(c *cfg) { c.diskIn
 // producer-state snapshots (tests: small ones; 0 turns periodic
 // snapshots off). Default snapshotInterval.
 func withSnapshotInterval(n int64) Opt { return opt(func(c *cfg) { c.snapshotInterval = n }) }
+
+// withHangingClock substitutes the clock hanging transactions are aged
+// by (hanging.go; tests: a clock they advance). Default time.Now.
+func withHangingClock(now func() time.Time) Opt { return opt(func(c *cfg) { c.hangingNow = now }) }
 
 // withFS substitutes the filesystem (tests: the crash FS).
 func withFS(fs vfs.FS) Opt { return opt(func(c *cfg) { c.fs = fs }) }

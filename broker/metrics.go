@@ -18,6 +18,9 @@ type metrics struct {
 	topics        prometheus.Gauge
 	fetchBytes    prometheus.Counter
 	diskFree      prometheus.Gauge
+	walDropped    prometheus.Counter
+	// hangingAborted counts hanging transactions aborted (hanging.go).
+	hangingAborted prometheus.Counter
 
 	// byKey caches requests' child per API key (looking a label value
 	// up hashes and locks on every request); entries are set once.
@@ -60,9 +63,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Record bytes sent in Fetch responses.",
 		}),
 		diskFree: newDiskFreeGauge(),
+		hangingAborted: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "txn", Name: "hanging_aborted_total",
+			Help: "Transactions aborted on a partition because they were open longer than transaction.max.timeout.ms with no live transaction coordinator state (KIP-664 hanging transactions).",
+		}),
+		walDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "wal", Name: "replay_dropped_entries_total",
+			Help: "Write-ahead log entries dropped at start because they did not continue their log (the log ended before them; the warning names the log and offsets).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.authFailures, m.oversized, m.topics, m.fetchBytes, m.diskFree)
+		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.authFailures, m.oversized, m.topics, m.fetchBytes, m.diskFree, m.walDropped, m.hangingAborted)
 	}
 	return m
 }

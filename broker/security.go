@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/auth"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Security protocols of a listener.
@@ -300,13 +301,13 @@ func (b *Broker) openSecurity() error {
 		return err
 	}
 	dir := b.layout.SecurityDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := vfs.MkdirAllPrivate(b.fs, dir); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	if b.creds, err = auth.OpenCredentials(dir); err != nil {
+	if b.creds, err = auth.OpenCredentials(b.fs, dir); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	if b.acls, err = auth.OpenACLs(dir); err != nil {
+	if b.acls, err = auth.OpenACLs(b.fs, dir); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
 	if b.tokens, err = b.openTokens(dir); err != nil {

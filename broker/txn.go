@@ -40,6 +40,7 @@ func (b *Broker) openTxn(g *groups.Coordinator) (*txn.Coordinator, error) {
 		},
 		CommittedSince:   b.committedSince,
 		OpenTransactions: b.openTransactions,
+		AfterSweep:       b.abortHanging,
 		CheckMember:      g.CheckMember,
 	})
 }

@@ -3,12 +3,14 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
 	"github.com/sluicedb/sluice/internal/groups"
 	"github.com/sluicedb/sluice/internal/kvlog"
 	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/txn"
+	"github.com/sluicedb/sluice/internal/vfs"
 	"github.com/sluicedb/sluice/internal/wal"
 )
 
@@ -57,7 +59,9 @@ func (b *Broker) replayWAL(key wal.Key, l *storage.Log, log *slog.Logger) error 
 	if b.walReplay == nil {
 		return nil
 	}
-	a, err := b.walReplay.Apply(key, l)
+	name := filepath.Base(filepath.Dir(l.Dir())) + "/" + filepath.Base(l.Dir()) // topic/partition
+	a, err := b.walReplay.ApplyNamed(key, name, l)
+	b.metrics.walDropped.Add(float64(a.Skipped))
 	if err != nil {
 		return fmt.Errorf("replay the write-ahead log: %w", err)
 	}
@@ -81,6 +85,7 @@ func (b *Broker) retireWALReplay() error {
 	}
 	for _, l := range []struct{ dir, name string }{{b.layout.GroupsDir(), groups.WALName}, {b.layout.TransactionsDir(), txn.WALName}} {
 		a, err := kvlog.ReplayWAL(b.fs, l.dir, l.name, b.walReplay, b.componentLogger("wal"))
+		b.metrics.walDropped.Add(float64(a.Skipped))
 		if err != nil {
 			return fmt.Errorf("broker: %w", err)
 		}
@@ -95,7 +100,7 @@ func (b *Broker) retireWALReplay() error {
 	if b.walOff {
 		b.walOff = false
 		dir := b.layout.WALDir()
-		if err := b.fs.RemoveAll(dir); err != nil {
+		if err := vfs.RemoveAllDurable(b.fs, dir); err != nil {
 			return fmt.Errorf("broker: remove %s: %w", dir, err)
 		}
 	}

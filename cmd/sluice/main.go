@@ -37,6 +37,7 @@ func subcommands() []*cobra.Command {
 		newUserCmd(),
 		newACLCmd(),
 		newSchemaCmd(),
+		newTxnCmd(),
 	}
 }
 

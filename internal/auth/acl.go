@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // ClusterName is the only name of the cluster resource (Kafka's
@@ -159,16 +161,18 @@ func patternApplies(a ACL, name string) bool {
 // ACLs is the ACL store, persisted in acls.json. It is safe for
 // concurrent use.
 type ACLs struct {
+	fs   vfs.FS
 	path string
 
 	mu   sync.RWMutex // guards acls and serializes file writes
 	acls []ACL        // in creation order, no duplicates; replaced, never changed in place
 }
 
-// OpenACLs loads (or starts empty) the ACL store in dir, which must exist.
-func OpenACLs(dir string) (*ACLs, error) {
-	s := &ACLs{path: filepath.Join(dir, "acls.json")}
-	if err := readJSON(s.path, &s.acls); err != nil {
+// OpenACLs loads (or starts empty) the ACL store in dir on fsys; dir
+// must exist.
+func OpenACLs(fsys vfs.FS, dir string) (*ACLs, error) {
+	s := &ACLs{fs: fsys, path: filepath.Join(dir, "acls.json")}
+	if err := readJSON(fsys, s.path, &s.acls); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	for _, a := range s.acls {
@@ -196,7 +200,7 @@ func (s *ACLs) Create(acls ...ACL) error {
 			next = append(next, a)
 		}
 	}
-	if err := writeJSON(s.path, next); err != nil {
+	if err := writeJSON(s.fs, s.path, next); err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
 	s.acls = next
@@ -240,7 +244,7 @@ func (s *ACLs) Delete(fs ...Filter) ([][]ACL, error) {
 			next = append(next, a)
 		}
 	}
-	if err := writeJSON(s.path, next); err != nil {
+	if err := writeJSON(s.fs, s.path, next); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	s.acls = next

@@ -9,11 +9,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/xdg-go/scram"
+
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 func TestCredentialsPersistAndCheck(t *testing.T) {
 	dir := t.TempDir()
-	c, err := OpenCredentials(dir)
+	c, err := OpenCredentials(vfs.OS(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func TestCredentialsPersistAndCheck(t *testing.T) {
 		t.Fatal("the password is stored in clear")
 	}
 	// Reopen: the same credentials check.
-	c, err = OpenCredentials(dir)
+	c, err = OpenCredentials(vfs.OS(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func scramLogin(t *testing.T, c *Credentials, mech, user, pw string) error {
 }
 
 func TestSCRAMAndPlainSessions(t *testing.T) {
-	c, err := OpenCredentials(t.TempDir())
+	c, err := OpenCredentials(vfs.OS(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,7 @@ func TestAuthorizer(t *testing.T) {
 		{"group resource type", []ACL{lit(topic, "g", "User:a", read, allow)}, false, "User:a", "h", read, group, "g", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenACLs(t.TempDir())
+			s, err := OpenACLs(vfs.OS(), t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +218,7 @@ func TestAuthorizer(t *testing.T) {
 
 func TestACLStoreFiltersPersist(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenACLs(dir)
+	s, err := OpenACLs(vfs.OS(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func TestACLStoreFiltersPersist(t *testing.T) {
 	if err := s.Create(bad); !errors.Is(err, ErrInvalidACL) {
 		t.Fatalf("bad principal: %v", err)
 	}
-	s, err = OpenACLs(dir)
+	s, err = OpenACLs(vfs.OS(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func TestACLStoreFiltersPersist(t *testing.T) {
 	if err != nil || len(deleted[0]) != 1 || deleted[0][0] != c {
 		t.Fatalf("Delete by principal: %v %v", deleted, err)
 	}
-	s, _ = OpenACLs(dir)
+	s, _ = OpenACLs(vfs.OS(), dir)
 	if got := s.Describe(any); len(got) != 2 {
 		t.Fatalf("after delete and reopen: %v", got)
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // SASL mechanisms.
@@ -98,16 +100,18 @@ type UserInfo struct {
 // Credentials is the credential store: SCRAM credentials per user and
 // mechanism, persisted in credentials.json. It is safe for concurrent use.
 type Credentials struct {
+	fs   vfs.FS
 	path string
 
 	mu    sync.RWMutex                     // guards users and serializes file writes
 	users map[string]map[string]Credential // user -> mechanism -> credential
 }
 
-// OpenCredentials loads (or starts empty) the store in dir, which must exist.
-func OpenCredentials(dir string) (*Credentials, error) {
-	c := &Credentials{path: filepath.Join(dir, "credentials.json"), users: map[string]map[string]Credential{}}
-	if err := readJSON(c.path, &c.users); err != nil {
+// OpenCredentials loads (or starts empty) the store in dir on fsys; dir
+// must exist.
+func OpenCredentials(fsys vfs.FS, dir string) (*Credentials, error) {
+	c := &Credentials{fs: fsys, path: filepath.Join(dir, "credentials.json"), users: map[string]map[string]Credential{}}
+	if err := readJSON(fsys, c.path, &c.users); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	for u, ms := range c.users {
@@ -186,7 +190,7 @@ func (c *Credentials) SetSalted(user, mech string, iterations int, salt, salted 
 	}
 	next[mech] = cr
 	c.users[user] = next
-	if err := writeJSON(c.path, c.users); err != nil {
+	if err := writeJSON(c.fs, c.path, c.users); err != nil {
 		if had {
 			c.users[user] = old
 		} else {
@@ -219,7 +223,7 @@ func (c *Credentials) Delete(user, mech string) error {
 	} else {
 		c.users[user] = next
 	}
-	if err := writeJSON(c.path, c.users); err != nil {
+	if err := writeJSON(c.fs, c.path, c.users); err != nil {
 		c.users[user] = old
 		return fmt.Errorf("auth: %w", err)
 	}

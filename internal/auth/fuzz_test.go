@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // FuzzSASL feeds arbitrary client messages to every mechanism. Invariants:
@@ -13,7 +15,7 @@ import (
 // message sequence that it could guess only by producing a valid proof);
 // every error is ErrAuthFailed; a PLAIN success names a stored user.
 func FuzzSASL(f *testing.F) {
-	c, err := OpenCredentials(f.TempDir())
+	c, err := OpenCredentials(vfs.OS(), f.TempDir())
 	if err != nil {
 		f.Fatal(err)
 	}

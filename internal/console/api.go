@@ -9,6 +9,8 @@ package console
 //	GET    /api/v1/topics/{topic}/partitions     its partitions
 //	GET    /api/v1/topics/{topic}/partitions/{p}/records?limit=N[&offset=O|&timestamp=MS]
 //	                                             records (latest N when neither offset nor timestamp)
+//	GET    /api/v1/stuck                         partitions whose last stable offset has lagged the
+//	                                             high watermark for longer than the transaction timeout bound
 //	GET    /api/v1/groups                        consumer groups with state and total lag
 //	GET    /api/v1/groups/{group}                one group: members, assignments, offsets, lag
 //	POST   /api/v1/topics                        {"name","partitions","configs"}  (admin)
@@ -52,6 +54,7 @@ func (s *Server) apiRoutes() {
 	h("GET /api/v1/topics/{topic}", s.apiTopic)
 	h("GET /api/v1/topics/{topic}/partitions", s.apiPartitions)
 	h("GET /api/v1/topics/{topic}/partitions/{partition}/records", s.apiRecords)
+	h("GET /api/v1/stuck", s.apiStuck)
 	h("GET /api/v1/groups", s.apiGroups)
 	h("GET /api/v1/groups/{group}", s.apiGroup)
 	h("POST /api/v1/topics", s.admin(s.apiCreateTopic))
@@ -215,6 +218,35 @@ func (s *Server) apiTopics(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"topics": rows, "total": total, "limit": limit})
+}
+
+// stuckRow is one partition of GET /api/v1/stuck.
+type stuckRow struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	HighWatermark   int64  `json:"high_watermark"`
+	LastStable      int64  `json:"last_stable_offset"`
+	ProducerID      int64  `json:"producer_id"`
+	ProducerEpoch   int16  `json:"producer_epoch"`
+	OpenSinceMs     int64  `json:"open_since_ms"`
+	CoordinatorLive bool   `json:"coordinator_live"`
+}
+
+// apiStuck lists the partitions whose last stable offset has lagged the
+// high watermark for longer than the transaction timeout bound: a
+// transaction there is hanging (see sluice txn find-hanging), and
+// read_committed consumers stop before it. Only topics the user may
+// describe are listed.
+func (s *Server) apiStuck(w http.ResponseWriter, r *http.Request) {
+	rows := []stuckRow{}
+	for _, p := range s.b.StuckPartitions() {
+		if !s.may(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, p.Topic) {
+			continue
+		}
+		rows = append(rows, stuckRow{Topic: p.Topic, Partition: p.Partition, HighWatermark: p.HighWatermark, LastStable: p.LastStable,
+			ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch, OpenSinceMs: p.OpenSince.UnixMilli(), CoordinatorLive: p.CoordinatorLive})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partitions": rows})
 }
 
 // topic is the request's {topic}, which the user must be allowed op

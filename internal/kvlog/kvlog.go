@@ -7,7 +7,8 @@
 // Layout of Config.Dir:
 //
 //	CURRENT       names the live log directory ("log-000003"), replaced
-//	              by writing CURRENT.tmp, fsync, rename, directory fsync
+//	              with vfs.WriteFileAtomic (CURRENT.tmp, fsync, rename,
+//	              directory fsync)
 //	log-000003/   the internal log (package storage's layout)
 //
 // Compaction writes the live records to a fresh log-N+1, fsyncs it,
@@ -35,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -162,7 +164,7 @@ func Open(cfg Config) (*Log, error) {
 		}
 		s.wal, s.walName = cfg.WAL, cfg.WALName
 	}
-	if err := s.fs.MkdirAll(s.dir); err != nil {
+	if err := vfs.MkdirAllDurable(s.fs, s.dir); err != nil {
 		return nil, fmt.Errorf("kvlog: create %s: %w", s.dir, err)
 	}
 	seq, err := s.readCurrent()
@@ -180,11 +182,18 @@ func Open(cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvlog: list %s: %w", s.dir, err)
 	}
+	removed := false
 	for _, n := range names {
-		if (strings.HasPrefix(n, "log-") && n != logDirName(seq)) || n == currentFile+".tmp" {
+		if (strings.HasPrefix(n, "log-") && n != logDirName(seq)) || n == currentFile+vfs.TmpSuffix {
 			if err := s.fs.RemoveAll(path.Join(s.dir, n)); err != nil {
 				return nil, fmt.Errorf("kvlog: remove leftover %s: %w", n, err)
 			}
+			removed = true
+		}
+	}
+	if removed {
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return nil, fmt.Errorf("kvlog: sync %s: %w", s.dir, err)
 		}
 	}
 	s.log, err = storage.Open(s.fs, path.Join(s.dir, logDirName(seq)), s.scfg)
@@ -196,20 +205,11 @@ func Open(cfg Config) (*Log, error) {
 
 func (s *Log) readCurrent() (int, error) {
 	name := path.Join(s.dir, currentFile)
-	f, err := s.fs.Open(name)
-	if err != nil {
-		if _, serr := s.fs.Stat(name); serr != nil {
-			return 0, nil // absent
-		}
-		return 0, fmt.Errorf("kvlog: open %s: %w", name, err)
+	b, err := vfs.ReadFile(s.fs, name)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // absent
 	}
-	defer f.Close()
-	size, err := f.Size()
 	if err != nil {
-		return 0, fmt.Errorf("kvlog: read %s: %w", name, err)
-	}
-	b := make([]byte, min(size, 64))
-	if _, err := f.ReadAt(b, 0); err != nil {
 		return 0, fmt.Errorf("kvlog: read %s: %w", name, err)
 	}
 	v := strings.TrimSpace(string(b))
@@ -221,26 +221,8 @@ func (s *Log) readCurrent() (int, error) {
 }
 
 func (s *Log) writeCurrent(seq int) error {
-	tmp, name := path.Join(s.dir, currentFile+".tmp"), path.Join(s.dir, currentFile)
-	_ = s.fs.Remove(tmp)
-	f, err := s.fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("kvlog: create %s: %w", tmp, err)
-	}
-	_, err = f.Write([]byte(logDirName(seq) + "\n"))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, name)
-	}
-	if err == nil {
-		err = s.fs.SyncDir(s.dir)
-	}
-	if err != nil {
+	name := path.Join(s.dir, currentFile)
+	if err := vfs.WriteFileAtomic(s.fs, name, []byte(logDirName(seq)+"\n")); err != nil {
 		return fmt.Errorf("kvlog: switch %s to %s: %w", name, logDirName(seq), err)
 	}
 	return nil

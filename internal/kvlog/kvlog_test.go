@@ -130,3 +130,66 @@ func TestCompactionCrashAtEveryBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestNewLogSurvivesPowerCut: the first Open of a log creates its
+// directory tree (kv, kv/CURRENT, kv/log-000001) and an acknowledged
+// Append is durable, so a power cut right after it keeps the record:
+// every directory entry on the way was synced into its parent. With
+// kv made durable beforehand (as the broker makes its data directory),
+// the log directory the first Open creates must survive too.
+func TestNewLogSurvivesPowerCut(t *testing.T) {
+	for _, c := range []struct{ wal, dirExists bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		wal := c.wal
+		t.Run(fmt.Sprintf("wal=%v,dir=%v", c.wal, c.dirExists), func(t *testing.T) {
+			open := func(fs vfs.FS) (*Log, *model, func()) {
+				t.Helper()
+				if !wal {
+					l, md, err := open(t, fs)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return l, md, func() { l.Close() }
+				}
+				l, w, md, err := openWithWAL(t, fs, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l, md, func() { l.Close(); w.Close() }
+			}
+			fs := vfs.NewMem()
+			if c.dirExists {
+				if err := vfs.MkdirAllDurable(fs, "kv"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, _, closeAll := open(fs)
+			// Fewer records than CompactMinRecords: the log stays the
+			// one Open created.
+			acked := map[string]int{}
+			for i := 1; i <= 4; i++ {
+				k := fmt.Sprintf("k%d", i)
+				if err := l.Append([]Record{{Key: []byte(k), Value: []byte(strconv.Itoa(i))}}, nil); err != nil {
+					t.Fatal(err)
+				}
+				acked[k] = i
+			}
+			if l.seq != 1 {
+				t.Fatalf("the log compacted (seq %d)", l.seq)
+			}
+			crashed := fs.CrashClone(vfs.CrashOptions{})
+			closeAll()
+			for _, p := range []string{"kv", "kv/CURRENT", "kv/" + logDirName(l.seq)} {
+				if _, err := crashed.Stat(p); err != nil {
+					t.Errorf("lost in the power cut: %s (%v)", p, err)
+				}
+			}
+			_, rmd, closeAll := open(crashed)
+			defer closeAll()
+			for k, a := range acked {
+				if v := rmd.m[k]; v != a {
+					t.Errorf("key %s recovered %d after the power cut, acknowledged %d", k, v, a)
+				}
+			}
+		})
+	}
+}

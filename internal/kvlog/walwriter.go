@@ -81,7 +81,7 @@ func ReplayWAL(fs vfs.FS, dir, name string, rp *wal.Replay, lg *slog.Logger) (wa
 	if err != nil {
 		return wal.Applied{}, fmt.Errorf("kvlog: open internal log to replay the write-ahead log: %w", err)
 	}
-	a, err := rp.Apply(WALKey(name, seq), l)
+	a, err := rp.ApplyNamed(WALKey(name, seq), name, l)
 	if err == nil && a.Batches > 0 {
 		err = l.Sync()
 	}

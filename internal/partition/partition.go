@@ -70,6 +70,9 @@ type Partition struct {
 	scannedFrom  int64
 
 	watch watchers
+	// openWatch notes when each open transaction was first seen
+	// (hanging.go).
+	openWatch openWatch
 
 	traffic Traffic
 }

@@ -49,19 +49,10 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 	return c, nil
 }
 
-// writeCheckpoint writes the checkpoint atomically: a synced temporary
-// file renamed into place, then the directory synced.
+// writeCheckpoint writes the checkpoint atomically (vfs.WriteFileAtomic).
 func writeCheckpoint(fs vfs.FS, dir string, c checkpoint) error {
-	final := filepath.Join(dir, checkpointName)
-	tmp := final + tmpSuffix
-	if err := writeFile(fs, tmp, c.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(fs, filepath.Join(dir, checkpointName), c.encode()); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := fs.Rename(tmp, final); err != nil {
-		return fmt.Errorf("rename checkpoint: %w", err)
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync directory after checkpoint: %w", err)
 	}
 	return nil
 }

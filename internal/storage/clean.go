@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // Log compaction (cleanup.policy=compact): Clean rewrites the sealed
@@ -492,17 +493,14 @@ func (p *pass) cleanGroup(g []sealedView) error {
 		bases[i] = v.s.base
 	}
 	manifest := filepath.Join(l.dir, cleanSwapName)
-	if err := writeFile(l.fs, manifest+tmpSuffix, encodeSwap(bases)); err != nil {
-		return fmt.Errorf("storage: compaction: write %s: %w", manifest+tmpSuffix, err)
-	}
-	if err := l.fs.Rename(manifest+tmpSuffix, manifest); err != nil {
-		return fmt.Errorf("storage: compaction: rename %s: %w", manifest, err)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		// The manifest may or may not be durable: Open will tell. This
-		// log must not start another swap before then.
-		l.cleanBroken = fmt.Errorf("storage: compaction swap of %s left for recovery: sync directory: %w", final, err)
-		return l.cleanBroken
+	if err := vfs.WriteFileAtomic(l.fs, manifest, encodeSwap(bases)); err != nil {
+		if errors.Is(err, vfs.ErrNotDurable) {
+			// The manifest may or may not be durable: Open will tell.
+			// This log must not start another swap before then.
+			l.cleanBroken = fmt.Errorf("storage: compaction swap of %s left for recovery: %w", final, err)
+			return l.cleanBroken
+		}
+		return fmt.Errorf("storage: compaction: %w", err)
 	}
 	// Committed: publish the cleaned segment in place of the group.
 	committed = true

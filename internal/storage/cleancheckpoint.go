@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // cleanerCheckpointName holds the compaction history of a log: for each
@@ -78,7 +80,7 @@ func decodeCleanMarks(b []byte) ([]cleanMark, int64, error) {
 // everything again and tombstones restart their retention, which keeps
 // data longer, never shorter.
 func (l *Log) loadCleanMarks() {
-	b, err := readWhole(l.fs, filepath.Join(l.dir, cleanerCheckpointName))
+	b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, cleanerCheckpointName))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			l.report.CleanerCheckpointIgnored = err.Error()
@@ -95,18 +97,7 @@ func (l *Log) loadCleanMarks() {
 
 // writeCleanMarks persists ms and due atomically. The caller holds cleanMu.
 func (l *Log) writeCleanMarks(ms []cleanMark, due int64) error {
-	final := filepath.Join(l.dir, cleanerCheckpointName)
-	tmp := final + tmpSuffix
-	if err := writeFile(l.fs, tmp, encodeCleanMarks(ms, due)); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := l.fs.Rename(tmp, final); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("sync directory %s: %w", l.dir, err)
-	}
-	return nil
+	return vfs.WriteFileAtomic(l.fs, filepath.Join(l.dir, cleanerCheckpointName), encodeCleanMarks(ms, due))
 }
 
 // addMark appends a pass to the history, merging the oldest marks when

@@ -127,7 +127,7 @@ func finishSwap(fs vfs.FS, dir string, bases []int64, n *segment) error {
 // removes the .cleaned files of one that was not committed. It reports
 // whether it changed anything.
 func recoverSwap(fs vfs.FS, dir string) (bool, error) {
-	b, err := readWhole(fs, filepath.Join(dir, cleanSwapName))
+	b, err := vfs.ReadFile(fs, filepath.Join(dir, cleanSwapName))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		names, err := fs.ReadDir(dir)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"math"
 	"os"
 
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -138,29 +136,9 @@ func decodeIndexes(base int64, ob, tb []byte) (indexSummary, []offEntry, []timeE
 	return s, offs, times, nil
 }
 
-// readWhole reads a small file entirely.
-func readWhole(fs vfs.FS, name string) ([]byte, error) {
-	f, err := fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > math.MaxInt32 {
-		return nil, fmt.Errorf("storage: %s is too large (%d bytes)", name, size)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return b, nil
-}
-
-// writeFile replaces name with a new file holding b, synced. The caller
-// syncs the directory.
+// writeFile replaces name in place with a new file holding b, synced,
+// for index files (checked against their segment when read, so not
+// replaced atomically). The caller syncs the directory.
 func writeFile(fs vfs.FS, name string, b []byte) error {
 	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -203,11 +181,11 @@ func writeIndexes(fs vfs.FS, s *segment) error {
 // loadIndexes reads both index files of s; ok is false when either is
 // missing or invalid.
 func loadIndexes(fs vfs.FS, s *segment) (indexSummary, []offEntry, []timeEntry, bool) {
-	ob, err := readWhole(fs, s.indexPath())
+	ob, err := vfs.ReadFile(fs, s.indexPath())
 	if err != nil {
 		return indexSummary{}, nil, nil, false
 	}
-	tb, err := readWhole(fs, s.timeIndexPath())
+	tb, err := vfs.ReadFile(fs, s.timeIndexPath())
 	if err != nil {
 		return indexSummary{}, nil, nil, false
 	}

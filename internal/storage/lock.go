@@ -28,6 +28,12 @@ func LockDir(fs vfs.FS, dir, name string) (vfs.Unlocker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: lock data directory %s: %w", dir, err)
 	}
+	// The lock file's entry is synced too, so that the directory a
+	// crash leaves holds the same names as the one the owner saw.
+	if err := vfs.SyncParent(fs, name); err != nil {
+		u.Unlock()
+		return nil, fmt.Errorf("storage: lock data directory %s: %w", dir, err)
+	}
 	return u, nil
 }
 

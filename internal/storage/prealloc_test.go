@@ -147,7 +147,7 @@ func TestPreallocateDiskFull(t *testing.T) {
 // finds nothing and changes nothing.
 func TestRepairPreallocatedTail(t *testing.T) {
 	m := vfs.NewMem()
-	if err := m.MkdirAll(dir); err != nil {
+	if err := vfs.MkdirAllDurable(m, dir); err != nil {
 		t.Fatal(err)
 	}
 	l := mustOpen(t, m, dir, Config{SegmentBytes: 1 << 20, Preallocate: 4 << 10})

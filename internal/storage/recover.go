@@ -191,7 +191,9 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := fs.MkdirAll(dir); err != nil {
+	// A new log's directory is synced into its parent (and so on up),
+	// or a power cut could take the log with every fsynced byte in it.
+	if err := vfs.MkdirAllDurable(fs, dir); err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", dir, err)
 	}
 	swapped, err := recoverSwap(fs, dir)
@@ -230,7 +232,7 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 
 	var cp *checkpoint
 	if have[checkpointName] {
-		if b, err := readWhole(fs, filepath.Join(dir, checkpointName)); err == nil {
+		if b, err := vfs.ReadFile(fs, filepath.Join(dir, checkpointName)); err == nil {
 			if c, err := decodeCheckpoint(b); err == nil {
 				cp = &c
 			}

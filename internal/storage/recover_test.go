@@ -17,7 +17,7 @@ const dir = "/data/p0"
 // fileBytes reads a whole file from fs.
 func fileBytes(t *testing.T, fs vfs.FS, name string) []byte {
 	t.Helper()
-	b, err := readWhole(fs, name)
+	b, err := vfs.ReadFile(fs, name)
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // startOffsetName is the file holding the log start offset that
@@ -46,7 +48,7 @@ func decodeStartOffset(b []byte) (int64, error) {
 // ignored (reported in the recovery report): the records it hid become
 // readable again, which loses nothing. The offset is clamped to the log.
 func (l *Log) loadStartOffset() {
-	b, err := readWhole(l.fs, filepath.Join(l.dir, startOffsetName))
+	b, err := vfs.ReadFile(l.fs, filepath.Join(l.dir, startOffsetName))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			l.report.StartOffsetIgnored = err.Error()
@@ -91,16 +93,8 @@ func (l *Log) DeleteRecordsBefore(off int64) (int64, error) {
 	if off <= start {
 		return start, nil
 	}
-	final := filepath.Join(l.dir, startOffsetName)
-	tmp := final + tmpSuffix
-	if err := writeFile(l.fs, tmp, encodeStartOffset(off)); err != nil {
-		return start, fmt.Errorf("storage: write %s: %w", tmp, err)
-	}
-	if err := l.fs.Rename(tmp, final); err != nil {
-		return start, fmt.Errorf("storage: rename %s: %w", tmp, err)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return start, fmt.Errorf("storage: sync directory %s: %w", l.dir, err)
+	if err := vfs.WriteFileAtomic(l.fs, filepath.Join(l.dir, startOffsetName), encodeStartOffset(off)); err != nil {
+		return start, fmt.Errorf("storage: %w", err)
 	}
 	l.mu.Lock()
 	l.start = off

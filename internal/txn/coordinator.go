@@ -116,6 +116,10 @@ type Config struct {
 	// waits for both): recovery adds such partitions to their producer's
 	// transaction again, so that its end writes their markers.
 	OpenTransactions func() []OpenTxn
+	// AfterSweep, if set, is called on the sweep's goroutine after each
+	// sweep (the broker aborts hanging transactions there, which needs
+	// the sweep's view of live state: Coordinator.Live).
+	AfterSweep func()
 	// CheckMember validates a TxnOffsetCommit's group membership (KIP-447):
 	// it returns 0 or a Kafka error code (UNKNOWN_MEMBER_ID,
 	// ILLEGAL_GENERATION, FENCED_INSTANCE_ID). nil accepts every member.
@@ -425,6 +429,9 @@ func (c *Coordinator) sweepLoop() {
 					return
 				}
 				c.sweepOne(e)
+			}
+			if c.cfg.AfterSweep != nil && !c.isClosed() {
+				c.cfg.AfterSweep()
 			}
 		}
 	}

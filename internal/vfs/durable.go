@@ -12,6 +12,14 @@ import (
 // target. A crash can leave one behind; it is never read as the target.
 const TmpSuffix = ".tmp"
 
+// ErrNotDurable is matched by a WriteFileAtomic error from after the
+// rename: name may hold the new contents, or may after a crash hold the
+// old ones, and the caller cannot tell which until a restart reads it.
+var ErrNotDurable = errors.New("vfs: replaced, but the directory sync failed")
+
+// MaxReadFile bounds what ReadFile reads: it is for metadata files.
+const MaxReadFile = 1 << 30
+
 // WriteFileAtomic replaces name with data atomically and durably: data
 // is written to name+TmpSuffix, fsynced, renamed over name, and then the
 // directory holding name is fsynced, so that after a crash at any point
@@ -21,6 +29,36 @@ const TmpSuffix = ".tmp"
 // It is the only atomic-replace in Sluice: every metadata file goes
 // through it.
 func WriteFileAtomic(fs FS, name string, data []byte) error {
+	return writeFileAtomic(fs, name, data, false)
+}
+
+// WriteFilePrivate is WriteFileAtomic for a secret (credentials): on a
+// filesystem that has permissions (Chmoder) the file is readable by its
+// owner only, from before any byte is written.
+func WriteFilePrivate(fs FS, name string, data []byte) error {
+	return writeFileAtomic(fs, name, data, true)
+}
+
+// Chmoder is implemented by filesystems with permission bits.
+type Chmoder interface {
+	Chmod(name string, mode os.FileMode) error
+}
+
+// MkdirAllPrivate is MkdirAllDurable for a directory of secrets: on a
+// filesystem with permissions, dir is made accessible by its owner only.
+func MkdirAllPrivate(fs FS, dir string) error {
+	if err := MkdirAllDurable(fs, dir); err != nil {
+		return err
+	}
+	if c, ok := fs.(Chmoder); ok {
+		if err := c.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("restrict %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+func writeFileAtomic(fs FS, name string, data []byte, private bool) error {
 	tmp := name + TmpSuffix
 	if err := fs.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", tmp, err)
@@ -28,6 +66,12 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 	f, err := fs.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if c, ok := fs.(Chmoder); ok && private {
+		if err := c.Chmod(tmp, 0o600); err != nil {
+			f.Close()
+			return fmt.Errorf("restrict %s: %w", tmp, err)
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
@@ -44,13 +88,13 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 		return fmt.Errorf("rename %s: %w", tmp, err)
 	}
 	if err := fs.SyncDir(filepath.Dir(name)); err != nil {
-		return fmt.Errorf("sync directory of %s: %w", name, err)
+		return fmt.Errorf("sync directory of %s: %w: %w", name, ErrNotDurable, err)
 	}
 	return nil
 }
 
 // ReadFile reads the whole of name. A missing file gives an error
-// matching os.ErrNotExist.
+// matching os.ErrNotExist; one larger than MaxReadFile an error.
 func ReadFile(fs FS, name string) ([]byte, error) {
 	f, err := fs.Open(name)
 	if err != nil {
@@ -60,6 +104,9 @@ func ReadFile(fs FS, name string) ([]byte, error) {
 	size, err := f.Size()
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", name, err)
+	}
+	if size > MaxReadFile {
+		return nil, fmt.Errorf("read %s: %d bytes is too large for a metadata file", name, size)
 	}
 	data := make([]byte, size)
 	n, err := f.ReadAt(data, 0)
@@ -97,4 +144,49 @@ func MkdirAllDurable(fs FS, dir string) error {
 		}
 	}
 	return nil
+}
+
+// SyncParent fsyncs the directory holding name, making name's entry (a
+// create, rename or remove there) durable.
+func SyncParent(fs FS, name string) error {
+	dir := filepath.Dir(name)
+	if err := fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// RenameDurable renames oldname to newname and fsyncs the directories
+// that hold them, the new one first: once it returns nil the rename
+// survives power loss. A crash between the two syncs can leave the entry
+// under both names; never under neither.
+func RenameDurable(fs FS, oldname, newname string) error {
+	if err := fs.Rename(oldname, newname); err != nil {
+		return err
+	}
+	if err := SyncParent(fs, newname); err != nil {
+		return err
+	}
+	if filepath.Dir(oldname) != filepath.Dir(newname) {
+		return SyncParent(fs, oldname)
+	}
+	return nil
+}
+
+// RemoveDurable removes name and fsyncs its directory. A name already
+// absent is not an error (the directory is still synced, since an
+// earlier attempt may have removed it without the sync).
+func RemoveDurable(fs FS, name string) error {
+	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return SyncParent(fs, name)
+}
+
+// RemoveAllDurable removes the tree at dir and fsyncs dir's parent.
+func RemoveAllDurable(fs FS, dir string) error {
+	if err := fs.RemoveAll(dir); err != nil {
+		return err
+	}
+	return SyncParent(fs, dir)
 }

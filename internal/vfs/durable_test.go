@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -40,5 +41,27 @@ func TestMkdirAllDurableCreatesParents(t *testing.T) {
 	}
 	if err := MkdirAllDurable(m, "a/b/c"); err != nil {
 		t.Fatalf("existing directory: %v", err)
+	}
+}
+
+// TestWriteFilePrivate: on the OS filesystem a private file and its
+// directory are readable by their owner only.
+func TestWriteFilePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "security")
+	if err := MkdirAllPrivate(OS(), dir); err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Join(dir, "credentials.json")
+	if err := WriteFilePrivate(OS(), name, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700, name: 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s has mode %v, want %v", p, got, want)
+		}
 	}
 }

@@ -20,8 +20,14 @@ import (
 // optionally, a random prefix of each file's unsynced bytes survives, as
 // when the last write tears).
 //
-// Directories themselves are durable as soon as MkdirAll returns; the
-// files in them are not.
+// Directories follow the same rule as files: a directory change
+// (create, mkdir, rename, unlink, RemoveAll) survives a crash only if
+// its parent directory was synced after it, and a rename across
+// directories is whole only once both parents were synced. A directory
+// whose own entry was not made durable vanishes with everything in it,
+// synced files included. Each directory has an identity (an inode):
+// removing and re-creating a directory gives a new, empty one; renaming
+// it keeps its contents and their durable state.
 //
 // Inject sets a function consulted before every operation, which can fail
 // it (see FailNth and Errno). Ops counts operations by kind, so a test can
@@ -31,18 +37,23 @@ import (
 // A MemFS is safe for concurrent use.
 type MemFS struct {
 	mu sync.Mutex // guards every field below and every memNode's fields
-	// files is the current namespace: cleaned path -> node.
+	// files is the current namespace of files: cleaned path -> node.
 	files map[string]*memNode
-	// durable is the namespace a crash would leave: the entries of each
-	// directory as of its last SyncDir (or its creation).
-	durable map[string]*memNode
-	dirs    map[string]bool
-	inject  func(Op) error
-	counts  [numOpKinds]int64
-	seq     int64
+	// dirs is the current namespace of directories: cleaned path -> its
+	// inode. The namespace a crash would leave hangs off the roots: each
+	// memDir holds its entries as of its last SyncDir.
+	dirs   map[string]*memDir
+	inject func(Op) error
+	counts [numOpKinds]int64
+	seq    int64
 	// capacity bounds the bytes of all files (SetCapacity); 0: unlimited.
 	capacity int64
 	locks    map[string]bool // names held by Lock
+	// crashAt, when not 0, is the mutating operation before which
+	// crashSnap takes a CrashClone (CrashBefore).
+	crashAt   int64
+	crashOpts CrashOptions
+	crashSnap *MemFS
 }
 
 // memNode is one file's contents (an inode: renames move it, open handles
@@ -81,6 +92,22 @@ func (n *memNode) durableBytes() []byte {
 	}
 	return n.data[:n.syncedLen]
 }
+
+// memDir is one directory (an inode). Its durable entries are those a
+// crash would leave: what the directory held at its last SyncDir. A
+// new directory has none.
+type memDir struct {
+	files map[string]*memNode // base name -> file
+	dirs  map[string]*memDir  // base name -> directory
+}
+
+func newMemDir() *memDir {
+	return &memDir{files: map[string]*memNode{}, dirs: map[string]*memDir{}}
+}
+
+// isRoot reports whether a cleaned path is a root, which always exists
+// and is always durable.
+func isRoot(p string) bool { return p == "/" || p == "." }
 
 // OpKind names a kind of filesystem operation, for counting and injection.
 type OpKind int
@@ -121,9 +148,8 @@ type Op struct {
 // NewMem returns an empty in-memory filesystem whose root directory exists.
 func NewMem() *MemFS {
 	return &MemFS{
-		files:   map[string]*memNode{},
-		durable: map[string]*memNode{},
-		dirs:    map[string]bool{"/": true, ".": true},
+		files: map[string]*memNode{},
+		dirs:  map[string]*memDir{"/": newMemDir(), ".": newMemDir()},
 	}
 }
 
@@ -186,6 +212,9 @@ func (m *MemFS) beginLocked(k OpKind, name string) error {
 	if k != OpOpen {
 		m.seq++
 		op.Seq = m.seq
+		if m.seq == m.crashAt {
+			m.crashSnap = m.crashCloneLocked(m.crashOpts)
+		}
 	}
 	if m.inject != nil {
 		return m.inject(op)
@@ -196,7 +225,7 @@ func (m *MemFS) beginLocked(k OpKind, name string) error {
 func clean(name string) string { return path.Clean(name) }
 
 func (m *MemFS) parentExistsLocked(name string) error {
-	if dir := path.Dir(name); !m.dirs[dir] {
+	if dir := path.Dir(name); m.dirs[dir] == nil {
 		return &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
 	}
 	return nil
@@ -213,7 +242,7 @@ func (m *MemFS) Create(name string) (File, error) {
 	if err := m.parentExistsLocked(name); err != nil {
 		return nil, err
 	}
-	if _, ok := m.files[name]; ok || m.dirs[name] {
+	if _, ok := m.files[name]; ok || m.dirs[name] != nil {
 		return nil, &os.PathError{Op: "create", Path: name, Err: os.ErrExist}
 	}
 	n := &memNode{modTime: time.Now()}
@@ -264,8 +293,11 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	if err := m.beginLocked(OpRename, oldname); err != nil {
 		return err
 	}
-	if m.dirs[oldname] {
+	if m.dirs[oldname] != nil {
 		return m.renameDirLocked(oldname, newname)
+	}
+	if m.dirs[newname] != nil {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrExist}
 	}
 	n, ok := m.files[oldname]
 	if !ok {
@@ -279,16 +311,21 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
-// renameDirLocked moves a directory tree. Like MkdirAll, a directory
-// rename is durable at once (the crash model covers files, not the
-// directory tree): the files under it keep their durable state under
-// their new names.
+// renameDirLocked moves a directory tree. The directory keeps its
+// identity, so the files under it keep their durable state; the move
+// itself is durable in each parent once that parent is synced.
 func (m *MemFS) renameDirLocked(oldname, newname string) error {
+	if isRoot(oldname) {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrInvalid}
+	}
 	if err := m.parentExistsLocked(newname); err != nil {
 		return err
 	}
-	if m.dirs[newname] {
+	if _, ok := m.files[newname]; ok || m.dirs[newname] != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrExist}
+	}
+	if strings.HasPrefix(newname, oldname+"/") {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: os.ErrInvalid}
 	}
 	move := func(p string) (string, bool) {
 		if p == oldname {
@@ -299,33 +336,40 @@ func (m *MemFS) renameDirLocked(oldname, newname string) error {
 		}
 		return "", false
 	}
-	for _, tab := range []map[string]*memNode{m.files, m.durable} {
-		for p, n := range tab {
-			if q, ok := move(p); ok {
-				delete(tab, p)
-				tab[q] = n
-			}
+	for p, n := range m.files {
+		if q, ok := move(p); ok {
+			delete(m.files, p)
+			m.files[q] = n
 		}
 	}
-	for d := range m.dirs {
-		if q, ok := move(d); ok {
-			delete(m.dirs, d)
-			m.dirs[q] = true
+	moved := map[string]*memDir{}
+	for p, d := range m.dirs {
+		if q, ok := move(p); ok {
+			delete(m.dirs, p)
+			moved[q] = d
 		}
+	}
+	for q, d := range moved {
+		m.dirs[q] = d
 	}
 	return nil
 }
 
-// MkdirAll creates dir and its parents; they are durable at once.
+// MkdirAll creates dir and its parents. Each new directory is durable
+// once its parent is synced (MkdirAllDurable does that).
 func (m *MemFS) MkdirAll(dir string) error {
 	dir = clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for d := dir; !m.dirs[d]; d = path.Dir(d) {
+	var missing []string
+	for d := dir; m.dirs[d] == nil; d = path.Dir(d) {
 		if _, ok := m.files[d]; ok {
 			return &os.PathError{Op: "mkdir", Path: d, Err: os.ErrExist}
 		}
-		m.dirs[d] = true
+		missing = append(missing, d)
+	}
+	for _, d := range missing {
+		m.dirs[d] = newMemDir()
 	}
 	return nil
 }
@@ -335,7 +379,7 @@ func (m *MemFS) ReadDir(dir string) ([]string, error) {
 	dir = clean(dir)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.dirs[dir] {
+	if m.dirs[dir] == nil {
 		return nil, &os.PathError{Op: "readdir", Path: dir, Err: os.ErrNotExist}
 	}
 	var names []string
@@ -345,7 +389,7 @@ func (m *MemFS) ReadDir(dir string) ([]string, error) {
 		}
 	}
 	for d := range m.dirs {
-		if d != dir && path.Dir(d) == dir {
+		if !isRoot(d) && path.Dir(d) == dir {
 			names = append(names, path.Base(d))
 		}
 	}
@@ -353,7 +397,8 @@ func (m *MemFS) ReadDir(dir string) ([]string, error) {
 	return names, nil
 }
 
-// SyncDir makes dir's current entries durable.
+// SyncDir makes dir's current entries durable: the files and
+// directories it holds now are what a crash leaves in it.
 func (m *MemFS) SyncDir(dir string) error {
 	dir = clean(dir)
 	m.mu.Lock()
@@ -361,23 +406,28 @@ func (m *MemFS) SyncDir(dir string) error {
 	if err := m.beginLocked(OpSyncDir, dir); err != nil {
 		return err
 	}
-	if !m.dirs[dir] {
+	d := m.dirs[dir]
+	if d == nil {
 		return &os.PathError{Op: "syncdir", Path: dir, Err: os.ErrNotExist}
 	}
-	for p := range m.durable {
-		if path.Dir(p) == dir {
-			delete(m.durable, p)
-		}
-	}
+	d.files = map[string]*memNode{}
+	d.dirs = map[string]*memDir{}
 	for p, n := range m.files {
 		if path.Dir(p) == dir {
-			m.durable[p] = n
+			d.files[path.Base(p)] = n
+		}
+	}
+	for p, c := range m.dirs {
+		if !isRoot(p) && path.Dir(p) == dir {
+			d.dirs[path.Base(p)] = c
 		}
 	}
 	return nil
 }
 
-// RemoveAll deletes dir and everything under it, durably.
+// RemoveAll deletes dir and everything under it. Like a remove, it is
+// durable once dir's parent is synced; until then a crash brings the
+// tree back as it was last made durable.
 func (m *MemFS) RemoveAll(dir string) error {
 	dir = clean(dir)
 	m.mu.Lock()
@@ -386,11 +436,10 @@ func (m *MemFS) RemoveAll(dir string) error {
 	for p := range m.files {
 		if under(p) {
 			delete(m.files, p)
-			delete(m.durable, p)
 		}
 	}
 	for d := range m.dirs {
-		if under(d) && d != "/" && d != "." {
+		if under(d) && !isRoot(d) {
 			delete(m.dirs, d)
 		}
 	}
@@ -402,7 +451,7 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	name = clean(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.dirs[name] {
+	if m.dirs[name] != nil {
 		return memInfo{name: path.Base(name), dir: true}, nil
 	}
 	n, ok := m.files[name]
@@ -423,28 +472,69 @@ type CrashOptions struct {
 }
 
 // CrashClone returns a new MemFS holding what a reboot after a crash at
-// this instant would find: only durable directory entries, and in each
-// file only its synced bytes (plus, with opts.Tear, a random prefix of
-// the unsynced ones). m itself is unchanged and keeps working.
+// this instant would find: the durable entries of each durable
+// directory, reached from the roots, and in each file only its synced
+// bytes (plus, with opts.Tear, a random prefix of the unsynced ones).
+// m itself is unchanged and keeps working.
 func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := NewMem()
-	for d := range m.dirs {
-		c.dirs[d] = true
+	return m.crashCloneLocked(opts)
+}
+
+// CrashBefore arranges for a CrashClone to be taken just before the
+// mutating operation numbered seq (see Op.Seq) runs, while m keeps
+// working: a power cut at that instant, for a test that runs a workload
+// on, unaware of the cut, and checks afterwards that whatever the
+// workload had acknowledged before operation seq survived. The returned
+// function gives the clone, or nil while operation seq has not run.
+func (m *MemFS) CrashBefore(seq int64, opts CrashOptions) func() *MemFS {
+	m.mu.Lock()
+	m.crashAt, m.crashOpts, m.crashSnap = seq, opts, nil
+	m.mu.Unlock()
+	return func() *MemFS {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.crashSnap
 	}
+}
+
+func (m *MemFS) crashCloneLocked(opts CrashOptions) *MemFS {
+	c := NewMem()
+	durable := map[string]*memNode{}
+	// walk collects the durable tree under d at p. onPath guards against
+	// a cycle that unsynced renames could leave in the durable entries.
+	onPath := map[*memDir]bool{}
+	var walk func(p string, d *memDir)
+	walk = func(p string, d *memDir) {
+		onPath[d] = true
+		defer delete(onPath, d)
+		for base, n := range d.files {
+			durable[path.Join(p, base)] = n
+		}
+		for base, cd := range d.dirs {
+			if onPath[cd] {
+				continue
+			}
+			q := path.Join(p, base)
+			c.dirs[q] = newMemDir()
+			walk(q, cd)
+		}
+	}
+	walk("/", m.dirs["/"])
+	walk(".", m.dirs["."])
 	// Durable names are sorted so that torn lengths are drawn in a fixed
 	// order and a seeded Rand reproduces the same crash.
-	names := make([]string, 0, len(m.durable))
-	for p := range m.durable {
+	names := make([]string, 0, len(durable))
+	for p := range durable {
 		names = append(names, p)
 	}
 	sort.Strings(names)
 	seen := map[*memNode]*memNode{} // hard links after renames share a node
 	for _, p := range names {
-		n := m.durable[p]
+		n := durable[p]
 		if cn, ok := seen[n]; ok {
-			c.files[p], c.durable[p] = cn, cn
+			c.files[p] = cn
 			continue
 		}
 		data := append([]byte(nil), n.durableBytes()...)
@@ -464,7 +554,16 @@ func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 		}
 		cn := &memNode{data: data, syncedLen: len(data), modTime: n.modTime}
 		seen[n] = cn
-		c.files[p], c.durable[p] = cn, cn
+		c.files[p] = cn
+	}
+	// Everything in the clone is durable: a second crash keeps it.
+	for p, n := range c.files {
+		c.dirs[path.Dir(p)].files[path.Base(p)] = n
+	}
+	for p, d := range c.dirs {
+		if !isRoot(p) {
+			c.dirs[path.Dir(p)].dirs[path.Base(p)] = d
+		}
 	}
 	return c
 }

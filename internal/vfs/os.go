@@ -71,11 +71,12 @@ func (osFS) Open(name string) (File, error) {
 	return osFile{f}, nil
 }
 
-func (osFS) Remove(name string) error              { return os.Remove(name) }
-func (osFS) Rename(oldname, newname string) error  { return os.Rename(oldname, newname) }
-func (osFS) MkdirAll(dir string) error             { return os.MkdirAll(dir, 0o755) }
-func (osFS) RemoveAll(dir string) error            { return os.RemoveAll(dir) }
-func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
+func (osFS) Chmod(name string, mode os.FileMode) error { return os.Chmod(name, mode) }
+func (osFS) Remove(name string) error                  { return os.Remove(name) }
+func (osFS) Rename(oldname, newname string) error      { return os.Rename(oldname, newname) }
+func (osFS) MkdirAll(dir string) error                 { return os.MkdirAll(dir, 0o755) }
+func (osFS) RemoveAll(dir string) error                { return os.RemoveAll(dir) }
+func (osFS) Stat(name string) (os.FileInfo, error)     { return os.Stat(name) }
 
 func (osFS) ReadDir(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)

@@ -245,7 +245,7 @@ func TestMemCrashDropsUnsynced(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := NewMem()
-			m.MkdirAll("/d")
+			MkdirAllDurable(m, "/d")
 			c.run(t, m)
 			after := m.CrashClone(CrashOptions{})
 			for name, want := range c.want {
@@ -265,7 +265,7 @@ func TestMemCrashDropsUnsynced(t *testing.T) {
 
 func TestMemCrashTearsPrefix(t *testing.T) {
 	m := NewMem()
-	m.MkdirAll("/d")
+	MkdirAllDurable(m, "/d")
 	f, _ := m.Create("/d/a")
 	m.SyncDir("/d")
 	write(t, f, "durable|")
@@ -296,7 +296,7 @@ func TestMemCrashTearsPrefix(t *testing.T) {
 // file order, over them.
 func TestMemCrashWriteAt(t *testing.T) {
 	m := NewMem()
-	m.MkdirAll("/d")
+	MkdirAllDurable(m, "/d")
 	f, _ := m.Create("/d/a")
 	m.SyncDir("/d")
 	zeros := string(make([]byte, 16))
@@ -346,7 +346,7 @@ func TestMemInjection(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := NewMem()
-			m.MkdirAll("/d")
+			MkdirAllDurable(m, "/d")
 			m.Inject(c.inj)
 			var failed []error
 			note := func(k OpKind, err error) {
@@ -377,7 +377,7 @@ func TestMemInjection(t *testing.T) {
 	}
 	// A failed write leaves the file unchanged.
 	m := NewMem()
-	m.MkdirAll("/d")
+	MkdirAllDurable(m, "/d")
 	f, _ := m.Create("/d/a")
 	m.Inject(FailFromSeq(m.Seq()+1, syscall.EIO))
 	if _, err := f.Write([]byte("x")); !errors.Is(err, syscall.EIO) {
@@ -390,7 +390,7 @@ func TestMemInjection(t *testing.T) {
 
 func TestMemConcurrent(t *testing.T) {
 	m := NewMem()
-	m.MkdirAll("/d")
+	MkdirAllDurable(m, "/d")
 	f, _ := m.Create("/d/a")
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
@@ -435,7 +435,7 @@ func TestSyncHeld(t *testing.T) {
 	}
 
 	m := NewMem()
-	m.MkdirAll("/d")
+	MkdirAllDurable(m, "/d")
 	m.Inject(FailNth(OpSync, 1, syscall.EIO, false))
 	mf, err := m.Create("/d/a")
 	if err != nil {

@@ -52,8 +52,12 @@ type segFile struct {
 // Applied reports what Replay.Apply did to one log.
 type Applied struct {
 	Batches int   // batches appended
-	Skipped int   // entries (or their tails) not applied: past a hole or stale
+	Skipped int   // entries (or their tails) dropped: past a hole in the log
 	End     int64 // the log's end afterwards
+	// LogEnd is where the log ended when the first dropped entry was
+	// met, and DroppedFrom and DroppedTo the first and last offset of
+	// the batches dropped (all three zero when Skipped is 0).
+	LogEnd, DroppedFrom, DroppedTo int64
 }
 
 // Read reads the segments a previous run left in dir, without opening a
@@ -160,12 +164,23 @@ func (rp *Replay) Keys() []Key {
 // an entry followed by a truncate entry of k. The caller fsyncs the log
 // afterwards. Apply forgets k's entries.
 func (rp *Replay) Apply(k Key, t Target) (Applied, error) {
+	return rp.ApplyNamed(k, fmt.Sprintf("%x/%d", k.Topic, k.Partition), t)
+}
+
+// ApplyNamed is Apply for the log called name (a topic partition, a
+// coordinator's log), which the warning about dropped entries names: a
+// log shorter than the WAL expects either never had the dropped batches
+// acknowledged (their write or an earlier one of the key failed), or lost
+// fsynced bytes of its own after a crash.
+func (rp *Replay) ApplyNamed(k Key, name string, t Target) (Applied, error) {
 	es := rp.byKey[k]
 	delete(rp.byKey, k)
 	a, err := applyEntries(es, t, math.MaxInt64)
 	if a.Skipped > 0 {
-		rp.log.Warn("wal: replay ignored entries past the log's end (never acknowledged) or stale",
-			"topic_id", fmt.Sprintf("%x", k.Topic), "partition", k.Partition, "entries", a.Skipped)
+		rp.log.Warn("wal: replay dropped entries that do not continue the log: the log ends before them, "+
+			"so they were never acknowledged, or the log lost fsynced data in a crash",
+			"log", name, "topic_id", fmt.Sprintf("%x", k.Topic), "partition", k.Partition,
+			"entries", a.Skipped, "log_end", a.LogEnd, "dropped_from", a.DroppedFrom, "dropped_to", a.DroppedTo)
 	}
 	return a, err
 }
@@ -278,6 +293,11 @@ func applyEntries(es []entry, t Target, limit int64) (Applied, error) {
 				// A hole before it, or a batch that straddles the log's
 				// end: the log's history differs from here on.
 				skipped = true
+				if a.Skipped == 0 {
+					a.LogEnd, a.DroppedFrom = end, h.BaseOffset
+				}
+				a.DroppedFrom = min(a.DroppedFrom, h.BaseOffset)
+				a.DroppedTo = max(a.DroppedTo, batchesEnd(e.data[pos:])-1)
 			}
 			if skipped {
 				break
@@ -295,6 +315,20 @@ func applyEntries(es []entry, t Target, limit int64) (Applied, error) {
 	}
 	a.End = t.NextOffset()
 	return a, nil
+}
+
+// batchesEnd returns the offset after the last whole batch in b.
+func batchesEnd(b []byte) int64 {
+	var end int64
+	for len(b) > 0 {
+		h, err := batch.ParseHeader(b)
+		if err != nil || h.Size() > len(b) {
+			break
+		}
+		end = h.LastOffset() + 1
+		b = b[h.Size():]
+	}
+	return end
 }
 
 // refill applies k's entries found in the WAL's current segment files to

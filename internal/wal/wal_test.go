@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -662,5 +663,53 @@ func TestRetireAfterFailedDirSync(t *testing.T) {
 	w.Checkpoint(key(0), off)
 	if w.Size() >= before || w.Size() > 2<<10 {
 		t.Fatalf("WAL holds %d bytes after a checkpoint (%d before); want the active segment only", w.Size(), before)
+	}
+}
+
+// TestReplayExplainsDroppedEntries: when a log is shorter than the WAL
+// expects (it lost fsynced bytes, or a write of the key failed), replay
+// drops the entries that do not continue it and says so at WARN: which
+// log, where it ends, which offsets were dropped.
+func TestReplayExplainsDroppedEntries(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _ := open(t, fs, 1<<20)
+	k := key(3)
+	for _, r := range [][2]int64{{0, 4}, {4, 8}, {8, 10}} {
+		p, err := w.Append(k, r[0], r[1], batches(r[0], int(r[1]-r[0]), r[0]))
+		if err == nil {
+			err = w.Sync(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	var logs bytes.Buffer
+	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w2, rp, err := Open(Options{FS: fs.CrashClone(vfs.CrashOptions{}), Dir: "/wal", SegmentBytes: 1 << 20, Logger: lg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	// The log kept offsets 0 and 1 only, and the WAL's entry of 0-3
+	// is gone (retired once the log checkpointed past it): the entries
+	// of 4-9 follow a hole.
+	short := &memLog{}
+	if err := short.Append(batches(0, 2, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	rp.byKey[k] = rp.byKey[k][1:]
+	a, err := rp.ApplyNamed(k, "orders/3", short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Skipped != 2 || a.Batches != 0 || a.LogEnd != 2 || a.DroppedFrom != 4 || a.DroppedTo != 9 {
+		t.Fatalf("Applied = %+v, want 2 entries dropped, offsets 4 to 9, log end 2", a)
+	}
+	out := logs.String()
+	for _, want := range []string{"level=WARN", "log=orders/3", "log_end=2", "dropped_from=4", "dropped_to=9", "entries=2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the replay warning lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -172,9 +172,22 @@ async function overviewPage(main) {
   const c = await api("cluster");
   const cards = el("div", { class: "cards", id: "overview-cards" });
   const grid = el("div", { class: "charts" });
+  const stuck = el("div", { id: "stuck-partitions" });
   main.append(el("h1", {}, "Overview"),
     el("p", { class: "help" }, "This broker's health and traffic. Charts cover the last hour, one point every " + (c.sample_ms / 1000) + " s."),
-    cards, el("h2", {}, "Live"), grid);
+    cards, stuck, el("h2", {}, "Live"), grid);
+  // Partitions whose last stable offset has lagged the high watermark for
+  // longer than the transaction timeout bound: a hanging transaction
+  // holds read_committed consumers there. Shown only when there are some.
+  const fillStuck = (d) => {
+    if (!d.partitions.length) { stuck.replaceChildren(); return; }
+    stuck.replaceChildren(el("h2", {}, "Stuck transactions"),
+      el("p", { class: "help" }, "read_committed consumers of these partitions stop at the last stable offset: a transaction open longer than the transaction timeout holds it. The broker aborts one with no live coordinator state; sluice txn find-hanging and sluice txn abort end one now."),
+      table(["Topic", "#Partition", "#Last stable offset", "#High watermark", "#Producer id", "Open for", "Coordinator"],
+        d.partitions.map((p) => row(p.topic, num(p.partition), num(p.last_stable_offset), num(p.high_watermark), num(p.producer_id),
+          duration(Date.now() - p.open_since_ms), p.coordinator_live ? "live" : "no state"))));
+  };
+  fillStuck(await api("stuck"));
   const fillCards = (c) => {
     cards.replaceChildren(
       card("Version", c.version),
@@ -202,7 +215,7 @@ async function overviewPage(main) {
     for (const [update, q] of charts) update(await history(q));
   };
   await draw();
-  every(refreshMs(), async () => { fillCards(await api("cluster")); await draw(); });
+  every(refreshMs(), async () => { fillCards(await api("cluster")); fillStuck(await api("stuck")); await draw(); });
 }
 
 async function topicsPage(main) {

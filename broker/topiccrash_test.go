@@ -1,0 +1,104 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/vfs"
+)
+
+// topicStep is one step of the topic lifecycle crash test and the topics
+// (name: partitions) that exist once it is acknowledged.
+type topicStep struct {
+	name  string
+	run   func(b *Broker) error
+	after map[string]int
+}
+
+func topicSteps() []topicStep {
+	ctx := context.Background()
+	return []topicStep{
+		{"create a", func(b *Broker) error { return b.CreateTopic(ctx, "a", 2, nil) }, map[string]int{"a": 2}},
+		{"create b", func(b *Broker) error { return b.CreateTopic(ctx, "b", 1, nil) }, map[string]int{"a": 2, "b": 1}},
+		{"grow b", func(b *Broker) error { return b.addPartitions("b", 3, false) }, map[string]int{"a": 2, "b": 3}},
+		{"delete a", func(b *Broker) error { return b.deleteTopic("a") }, map[string]int{"b": 3}},
+		{"create a again", func(b *Broker) error { return b.CreateTopic(ctx, "a", 1, nil) }, map[string]int{"a": 1, "b": 3}},
+	}
+}
+
+// topicsOf lists b's topics as name: partitions.
+func topicsOf(b *Broker) string {
+	m := map[string]int{}
+	for _, t := range b.Topics() {
+		m[t.Name] = len(t.Partitions)
+	}
+	return fmt.Sprint(m)
+}
+
+// TestTopicLifecycleCrashAtEveryBoundary cuts the power before every
+// mutating filesystem operation of a broker creating, growing and
+// deleting topics (vfs.MemFS.CrashBefore): the broker restarted on what
+// the cut left opens, and holds the topics after the last step
+// acknowledged before the cut or after the one in flight, each with its
+// partitions' directories: a topic created, grown or deleted is durable
+// once acknowledged.
+func TestTopicLifecycleCrashAtEveryBoundary(t *testing.T) {
+	steps := topicSteps()
+	clean := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(clean), WAL(false))
+	base := clean.Seq()
+	for _, s := range steps {
+		if err := s.run(b); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+	}
+	total := clean.Seq()
+	b.Close()
+	states := []string{fmt.Sprint(map[string]int{})}
+	for _, s := range steps {
+		states = append(states, fmt.Sprint(s.after))
+	}
+	for n := base + 1; n <= total; n++ {
+		fs := vfs.NewMem()
+		b := newBroker(t, "/data", withFS(fs), WAL(false))
+		cut := fs.CrashBefore(n, vfs.CrashOptions{})
+		acked := 0
+		for _, s := range steps {
+			if err := s.run(b); err != nil {
+				t.Fatalf("%s: %v", s.name, err)
+			}
+			if fs.Seq() < n {
+				acked++ // acknowledged before the cut
+			}
+		}
+		b.Close()
+		crashed := cut()
+		if crashed == nil {
+			t.Fatalf("the workload ran fewer than %d operations", n)
+		}
+		rb, err := New(DataDir("/data"), ListenAddr("127.0.0.1:0"), withFS(crashed), WAL(false))
+		if err != nil {
+			t.Fatalf("cut before op %d after %d acknowledged steps: restart: %v", n, acked, err)
+		}
+		got := topicsOf(rb)
+		var missing []string
+		for _, tp := range rb.Topics() {
+			for i := range tp.Partitions {
+				dir := fmt.Sprintf("/data/topics/%s/%d", tp.Name, i)
+				if _, err := crashed.Stat(dir); err != nil {
+					missing = append(missing, dir)
+				}
+			}
+		}
+		rb.Close()
+		sort.Strings(missing)
+		if got != states[acked] && (acked+1 >= len(states) || got != states[acked+1]) {
+			t.Fatalf("cut before op %d after %d acknowledged steps: topics %s, want %s or the next step's", n, acked, got, states[acked])
+		}
+		if len(missing) > 0 {
+			t.Fatalf("cut before op %d: partitions without a directory: %v", n, missing)
+		}
+	}
+}

@@ -1,0 +1,337 @@
+package wal
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/vfs"
+)
+
+// flusher is the flusher goroutine: while SyncAsync calls wait, it
+// leads rounds (or waits for the running one) and calls the functions
+// of those a round covered, outside mu. It stops when stop is closed,
+// after calling the functions still registered with ErrClosed.
+func (w *WAL) flusher() {
+	defer close(w.flushDone)
+	var ready []asyncSync
+	var errs []error
+	for {
+		w.mu.Lock()
+		// The registrations up to done are ready (positions are
+		// registered in order per caller, not across callers: scan all).
+		ready, errs = ready[:0], errs[:0]
+		n := 0
+		for _, a := range w.async {
+			if a.pos <= w.done || w.closed {
+				ready = append(ready, a)
+				err := w.failedLocked(a.pos)
+				if w.closed && a.pos > w.done {
+					err = ErrClosed
+				}
+				errs = append(errs, err)
+				continue
+			}
+			w.async[n] = a
+			n++
+		}
+		clear(w.async[n:])
+		w.async = w.async[:n]
+		if len(ready) > 0 {
+			w.mu.Unlock()
+			for i, a := range ready {
+				a.done(errs[i])
+			}
+			clear(ready)
+			continue
+		}
+		switch {
+		case w.closed:
+			w.mu.Unlock()
+			return
+		case len(w.async) == 0:
+			w.mu.Unlock()
+			select {
+			case <-w.kick:
+			case <-w.stop:
+				w.mu.Lock()
+				w.closed = true // Close sets it first; a stop without it is a test's
+				w.mu.Unlock()
+			}
+		case w.running != nil:
+			r := w.running
+			w.mu.Unlock()
+			<-r.done
+		default:
+			w.lead()
+			w.mu.Unlock()
+		}
+	}
+}
+
+// failedLocked returns the error of the failed round covering pos, if
+// any. The caller holds mu.
+func (w *WAL) failedLocked(pos Pos) error {
+	for _, f := range w.fails {
+		if pos > f.from && pos <= f.to {
+			return f.err
+		}
+	}
+	return nil
+}
+
+// maxFails bounds the failed rounds remembered: a caller asks about a
+// position soon after appending it.
+const maxFails = 64
+
+// lead runs one round: it takes the buffer, writes and syncs it without
+// holding mu, then publishes the result. Called and returns with mu held.
+func (w *WAL) lead() {
+	r := &round{target: w.appended, done: make(chan struct{})}
+	w.running = r
+	buf, metas := w.buf, w.metas
+	w.buf, w.metas = w.spare[:0], w.spareMeta[:0]
+	from := w.done
+	w.mu.Unlock()
+
+	began := time.Now()
+	w.held = false
+	err := w.flush(buf, metas)
+	took := time.Since(began)
+
+	w.mu.Lock()
+	w.solo = len(metas) > 0
+	for i := range metas {
+		if metas[i].key != metas[0].key {
+			w.solo = false
+			break
+		}
+	}
+	if w.solo {
+		w.soloKey = metas[0].key
+	}
+	w.spare, w.spareMeta = buf[:0], metas[:0]
+	if len(buf) > 0 {
+		w.stats.Rounds++
+		w.stats.Entries += int64(len(metas))
+		w.stats.Bytes += int64(len(buf))
+		w.stats.RoundTime += took
+		if w.held {
+			w.stats.HeldRounds++
+		}
+	}
+	if err != nil {
+		w.stats.FailedRounds++
+		w.fails = append(w.fails, failRange{from: from, to: r.target, err: err})
+		if len(w.fails) > maxFails {
+			w.fails = w.fails[1:]
+		}
+		for i := range metas {
+			if i == 0 || metas[i].key != metas[i-1].key {
+				w.failed[metas[i].key]++
+			}
+		}
+	}
+	w.done = r.target
+	w.running = nil
+	close(r.done)
+}
+
+// flush writes buf (entries described by metas) to the active segment,
+// rotating to a prepared one whenever the next entry does not fit, and
+// syncs. A failure abandons the active segment: the next round starts a
+// fresh one, so that nothing follows a bad entry inside a segment.
+func (w *WAL) flush(buf []byte, metas []meta) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	start := 0 // first byte of buf not yet written
+	for i := 0; i < len(metas); {
+		if w.active == nil {
+			if err := w.rotate(); err != nil {
+				return err
+			}
+		}
+		a := w.active
+		// The entries from i that fit in the active segment.
+		n, j := 0, i
+		for j < len(metas) && a.size+int64(n+metas[j].size) <= w.segBytes {
+			sealEntry(buf[start+n:], a.seq)
+			n += metas[j].size
+			j++
+		}
+		if n > 0 {
+			if _, err := a.file.WriteAt(buf[start:start+n], a.size); err != nil {
+				return w.abandon(fmt.Errorf("wal: write %s: %w", a.path, err))
+			}
+			a.size += int64(n)
+			w.noteEntries(a, metas[i:j])
+			start += n
+			i = j
+		}
+		if i < len(metas) || a.size == w.segBytes {
+			// Full: sync it before any later entry goes to the next
+			// segment, so that no entry is durable after a lost one.
+			if err := a.file.Sync(); err != nil {
+				return w.abandon(fmt.Errorf("wal: sync %s: %w", a.path, err))
+			}
+			w.seal()
+		}
+	}
+	if a := w.active; a != nil {
+		if err := w.syncRound(a.file, len(buf)); err != nil {
+			return w.abandon(fmt.Errorf("wal: sync %s: %w", a.path, err))
+		}
+	}
+	return nil
+}
+
+// Small rounds hold their processor through the fdatasync (see syncRound).
+const (
+	// heldMaxBytes is the largest round whose fdatasync holds its
+	// processor: larger rounds come from throughput workloads, whose
+	// processors are worth more than the hand-off saves.
+	heldMaxBytes = 16 << 10
+	// heldMaxWait: a round's fdatasync slower than this (a disk
+	// stalling) makes the next rounds' fdatasyncs blocking system calls
+	// again for heldCooloff. It is well above what a busy machine makes
+	// of a healthy disk's fdatasync (a few milliseconds; tens when other
+	// processes keep both cores busy).
+	heldMaxWait = 100 * time.Millisecond
+	heldCooloff = 10 * time.Second
+)
+
+// syncRound fdatasyncs the active segment after a round wrote n bytes
+// into it. With at least two processors (GOMAXPROCS), a small round
+// (heldMaxBytes) syncs with vfs.SyncHeld: the leader keeps its processor
+// while the disk syncs, instead of the runtime handing the processor to
+// another thread and its monitor thread polling every 20 µs while the
+// call lasts (with rounds back to back, the monitor then never backs off:
+// a context switch per poll). Rounds are one at a time, so at most one
+// processor is held; the others run everything else. The cost of holding
+// it: a stop-the-world pause (the garbage collector's) waits for the
+// fdatasync to return. So once an fdatasync takes longer than
+// heldMaxWait, rounds sync with a blocking system call for heldCooloff,
+// and a disk that stalls stalls the writers only. Durability is the
+// same either way: the round is released only when the fdatasync
+// returns. Leader only.
+func (w *WAL) syncRound(f vfs.File, n int) error {
+	began := time.Now()
+	var err error
+	if w.held = w.mayHold(n, began); w.held {
+		err = vfs.SyncHeld(f)
+	} else {
+		err = f.Sync()
+	}
+	w.synced(began, time.Now())
+	return err
+}
+
+// mayHold reports whether a round of n bytes syncing at now holds its
+// processor (see syncRound). Leader only.
+func (w *WAL) mayHold(n int, now time.Time) bool {
+	return n <= heldMaxBytes && !now.Before(w.heldAfter) && runtime.GOMAXPROCS(0) >= 2
+}
+
+// synced notes how long a round's fdatasync took: a slow one stops
+// mayHold for heldCooloff. Leader only.
+func (w *WAL) synced(began, end time.Time) {
+	if end.Sub(began) > heldMaxWait {
+		w.heldAfter = end.Add(heldCooloff)
+	}
+}
+
+// noteEntries records, under mu, which keys have entries in s, up to
+// which offset, and removes segments a truncate entry made unneeded.
+func (w *WAL) noteEntries(s *seg, metas []meta) {
+	w.mu.Lock()
+	free := false
+	for _, m := range metas {
+		c, ok := w.ckpt[m.key]
+		if m.trunc {
+			// Entries of the key before this one are stale past m.end:
+			// no longer wait for a checkpoint beyond it.
+			for _, o := range w.segs {
+				if e, has := o.ends[m.key]; has && e > m.end {
+					o.ends[m.key] = m.end
+					if ok && c >= m.end {
+						delete(o.ends, m.key)
+						free = free || len(o.ends) == 0
+					}
+				}
+			}
+		}
+		if ok && c >= m.end {
+			continue // the log is already fsynced past it
+		}
+		e, has := s.ends[m.key]
+		if !has {
+			s.keys++
+		}
+		if !has || e < m.end || m.trunc {
+			s.ends[m.key] = m.end
+		}
+	}
+	w.mu.Unlock()
+	if free {
+		w.collect()
+	}
+}
+
+// rotate makes a prepared segment the active one.
+func (w *WAL) rotate() error {
+	for try := 0; ; try++ {
+		var p prepared
+		select {
+		case p = <-w.prepC:
+		case <-w.stop:
+			return ErrClosed
+		}
+		if p.err != nil {
+			if try == 0 {
+				continue // made before this round: ask for a fresh attempt
+			}
+			return fmt.Errorf("wal: prepare a segment: %w", p.err)
+		}
+		s := &seg{seq: p.seq, path: p.path, file: p.file, ends: map[Key]int64{}}
+		w.mu.Lock()
+		w.segs = append(w.segs, s)
+		w.mu.Unlock()
+		w.active = s
+		return nil
+	}
+}
+
+// seal closes the active segment's file; the segment stays listed until
+// every key with entries in it checkpointed past them.
+func (w *WAL) seal() {
+	a := w.active
+	w.active = nil
+	_ = a.file.Close() // synced: nothing to lose
+	a.file = nil
+	w.mu.Lock()
+	keys := a.keys
+	w.mu.Unlock()
+	keep := w.keepFor(keys)
+	w.mu.Lock()
+	a.sealed = true
+	w.keep = keep
+	w.mu.Unlock()
+	w.collect()
+}
+
+// abandon gives up the active segment after a failed write or sync and
+// returns err. The next round writes to a fresh segment.
+func (w *WAL) abandon(err error) error {
+	w.log.Error("wal: write failed; the partitions of this group commit fail and heal; the WAL goes on in a fresh segment", "err", err)
+	if a := w.active; a != nil {
+		w.active = nil
+		_ = a.file.Close()
+		a.file = nil
+		w.mu.Lock()
+		a.sealed = true
+		w.mu.Unlock()
+	}
+	w.collect()
+	return err
+}
