@@ -178,10 +178,29 @@ func (b *Broker) deleteTopic(name string) error {
 	del := b.layout.DeletedDir()
 	aside := b.layout.DeletedTopicDir(name, uuidString(t.id))
 	err := vfs.MkdirAllDurable(b.fs, del)
+	renamed := false
 	if err == nil {
-		err = b.fs.Rename(b.layout.TopicDir(name), aside)
+		if err = b.fs.Rename(b.layout.TopicDir(name), aside); err == nil {
+			renamed = true
+			// The deletion is durable only once both directories are
+			// synced; until then a power cut brings the topic back, so a
+			// failed sync is a failed deletion.
+			if err = b.fs.SyncDir(del); err == nil {
+				err = b.fs.SyncDir(b.layout.TopicsDir())
+			}
+		}
 	}
 	if err != nil {
+		if renamed {
+			if rerr := b.fs.Rename(aside, b.layout.TopicDir(name)); rerr != nil {
+				// Neither here nor there for certain: the next start
+				// finishes the deletion if the rename was kept.
+				b.cfg.logger.Warn("delete topic: a directory sync failed and the topic could not be put back; it is deleted at the next start", "topic", name, "err", rerr)
+				b.closeDeleted(t)
+				b.metrics.topics.Dec()
+				return errCode(kerr.KafkaStorageError, "delete topic %s: %v (the deletion completes at the next start)", name, err)
+			}
+		}
 		b.mu.Lock()
 		b.topics[name] = t
 		b.byID[t.id] = t
@@ -190,11 +209,6 @@ func (b *Broker) deleteTopic(name string) error {
 	}
 	b.metrics.topics.Dec()
 	log := b.cfg.logger.With("topic", name)
-	for _, d := range []string{b.layout.TopicsDir(), del} {
-		if err := b.fs.SyncDir(d); err != nil {
-			log.Warn("delete topic: directory sync failed; the deletion is completed at the next start", "dir", d, "err", err)
-		}
-	}
 	for _, p := range t.parts {
 		if err := p.Close(); err != nil {
 			log.Debug("delete topic: closing a partition of the deleted topic failed", "err", err)
@@ -205,6 +219,15 @@ func (b *Broker) deleteTopic(name string) error {
 	}
 	log.Info("topic deleted")
 	return nil
+}
+
+// closeDeleted stops the partitions of a topic taken out of the registry.
+func (b *Broker) closeDeleted(t *topic) {
+	for _, p := range t.parts {
+		if err := p.Close(); err != nil {
+			b.cfg.logger.Debug("delete topic: closing a partition of the deleted topic failed", "topic", t.name, "err", err)
+		}
+	}
 }
 
 // addPartitions grows a topic to count partitions.
