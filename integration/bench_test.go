@@ -4,7 +4,7 @@ package integration
 // with the same franz-go client (default settings: idempotent, acks=all)
 // in the same run. Run them with:
 //
-//	go test ./integration -run '^$' -bench . -benchtime 3s
+//	go -C integration test . -run '^$' -bench . -benchtime 3s
 //
 // The Sluice broker runs with fsync policy "always" (every acknowledged
 // write fsynced before the reply); kfake runs in memory and with

@@ -2,7 +2,7 @@ package integration
 
 // TLS against plaintext, same broker, same run:
 //
-//	go test ./integration -run '^$' -bench BenchmarkTLS -benchtime 3s -count 3
+//	go -C integration test . -run '^$' -bench BenchmarkTLS -benchtime 3s -count 3
 //
 // One broker with a PLAINTEXT and an SSL listener (server certificate
 // only, ECDSA P-256, TLS 1.3 negotiated by Go); the franz-go client

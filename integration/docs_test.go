@@ -32,7 +32,7 @@ func docBlock(t *testing.T, file, name string) string {
 func runDocCommands(t *testing.T, n *node, block string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sluice")
-	build := exec.CommandContext(ctxT(t, 5*time.Minute), "go", "build", "-o", bin, "../cmd/sluice")
+	build := exec.CommandContext(ctxT(t, 5*time.Minute), "go", "-C", "..", "build", "-o", bin, "./cmd/sluice")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build sluice: %v\n%s", err, out)
 	}

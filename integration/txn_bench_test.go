@@ -4,7 +4,7 @@ package integration
 // in its own process (a re-executed test binary), with the same franz-go
 // transactional client in this process:
 //
-//	go test ./integration -run '^$' -bench Txn -benchtime 2000x -count 3
+//	go -C integration test . -run '^$' -bench Txn -benchtime 2000x -count 3
 //
 // Each benchmark writes b.N records of 100 B to one partition in
 // transactions of 1, 10, 100 or 1000 records (Begin, pipelined Produce,
