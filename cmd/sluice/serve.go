@@ -128,6 +128,9 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.diskLow >= 0 {
 		opts = append(opts, broker.DiskLowWatermark(o.diskLow))
 	}
+	if err := checkPorts(o.ports()); err != nil { // before the data directory exists or anything logs "listening"
+		return err
+	}
 	b, err := broker.New(append(opts, secOpts...)...)
 	if err != nil {
 		return err
@@ -154,9 +157,15 @@ func serve(ctx context.Context, o serveOptions) error {
 
 	stopHUP := reloadOnHUP(b, &o.sec, logger)
 	defer stopHUP()
+	if err := sdNotify("READY=1\nSTATUS=serving"); err != nil { // Type=notify units (sdnotify.go)
+		logger.Warn("systemd readiness", "err", err)
+	}
 	<-ctx.Done()
 	signal.Reset(os.Interrupt, syscall.SIGTERM) // a second signal kills the process
 	logger.Info("shutting down")
+	if err := sdNotify("STOPPING=1"); err != nil {
+		logger.Warn("systemd readiness", "err", err)
+	}
 	if sr != nil {
 		sr.Close()
 	}
