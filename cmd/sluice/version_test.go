@@ -29,6 +29,31 @@ func TestPrintVersion(t *testing.T) {
 	}
 }
 
+// TestVersionStamped checks that release stamps replace the build
+// information's version, revision and time, and that a stamped commit
+// drops a "with local changes" the release tree cannot have.
+func TestVersionStamped(t *testing.T) {
+	bi := &debug.BuildInfo{
+		GoVersion: "go1.26.8",
+		Main:      debug.Module{Path: "github.com/sluicedb/sluice", Version: "(devel)"},
+		Settings: []debug.BuildSetting{
+			{Key: "-trimpath", Value: "true"},
+			{Key: "vcs.modified", Value: "true"},
+		},
+	}
+	var b bytes.Buffer
+	printVersion(&b, stamped(bi, "v1.2.3", "0123abcd", "2026-12-01T10:00:00Z"))
+	want := "sluice v1.2.3\ncommit 0123abcd (2026-12-01T10:00:00Z)\ngo go1.26.8\n"
+	if b.String() != want {
+		t.Fatalf("printed %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	printVersion(&b, stamped(bi, "", "", ""))
+	if want := "sluice (devel)\ncommit unknown with local changes\ngo go1.26.8\n"; b.String() != want {
+		t.Fatalf("unstamped printed %q, want %q", b.String(), want)
+	}
+}
+
 // TestVersionOfBuiltBinary builds sluice and checks that `sluice version`
 // prints the module version, commit and Go version that `go version -m`
 // finds in the binary.
