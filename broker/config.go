@@ -50,6 +50,7 @@ type cfg struct {
 	hangingNow        func() time.Time // ages open transactions (hanging.go); nil: time.Now
 	partitionMetrics  bool
 	logRequests       bool
+	intercept         Interceptor // fault injection (intercept.go); nil: none
 
 	// Security (security.go).
 	listeners                    []Listener

@@ -531,6 +531,15 @@ func (c *conn) dispatch(frame []byte) error {
 	}
 	p.req = request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, internal: c.internal, kreq: req}
 	r := &p.req
+	if resp, err := c.intercept(h, req); err != nil { // fault injection (intercept.go)
+		return err
+	} else if resp != nil {
+		p.resp = resp
+		if !c.writeInline(p) {
+			c.send(p)
+		}
+		return nil
+	}
 	p.resp, p.err = apis[h.key].h(r)
 	if _, ok := p.resp.(*deferredReply); ok && h.key == kmsg.Produce.Int16() {
 		p.frame = frame
