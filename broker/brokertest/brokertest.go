@@ -1,4 +1,18 @@
-// Package brokertest starts Sluice brokers for tests.
+// Package brokertest starts real, durable Sluice brokers inside a test
+// process, for testing code that talks Kafka: the same broker as `sluice
+// serve` (storage, groups, transactions, ACLs), on a random port of
+// 127.0.0.1 over a temporary data directory, closed when the test ends.
+//
+//   - Start: records are fsynced before they are acknowledged, as in
+//     production (what a test of crash or restart behaviour wants).
+//   - Fast: the same broker with fsync off, for tests that only need the
+//     Kafka semantics; a broker restarted on the same directory (Restart)
+//     still finds everything, since Close syncs.
+//   - Faults: rules that fail a given API with an error code, delay it, or
+//     drop the connection, so a test can exercise its client's error
+//     handling (Faults.Opt passes them to Start or Fast).
+//
+// See examples/brokertest in the repository for a complete test.
 package brokertest
 
 import (
@@ -27,6 +41,14 @@ func Start(t testing.TB, opts ...broker.Opt) *broker.Broker {
 		}
 	})
 	return b
+}
+
+// Fast is Start with fsync off (broker.FsyncNever): acknowledgements do
+// not wait for the disk. Close still syncs, so a broker reopened on the
+// same directory finds every record.
+func Fast(t testing.TB, opts ...broker.Opt) *broker.Broker {
+	t.Helper()
+	return Start(t, append([]broker.Opt{broker.Fsync(broker.FsyncNever)}, opts...)...)
 }
 
 // Secure starts a broker with SSL and SASL_SSL listeners (and a
