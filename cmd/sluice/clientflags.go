@@ -193,9 +193,38 @@ func (c *conn) wrap(what string, err error) error {
 	case strings.Contains(err.Error(), "broker is too old"):
 		return fmt.Errorf("%s: the broker does not support this request (%w)", what, err)
 	case errors.As(err, &ne) && ne.Op == "dial":
-		return fmt.Errorf("%s: cannot reach %s: %s", what, ne.Addr, dialReason(err, c.timeout))
+		return fmt.Errorf("%s: %s", what, c.dialFailure(ne, err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// dialFailure says which address a dial failed to reach (a failed name
+// lookup has no net.Addr, only the name) and why. An address that is not
+// a seed came from the cluster's metadata: the hint points at the
+// broker's advertised address.
+func (c *conn) dialFailure(ne *net.OpError, err error) string {
+	addr := ""
+	var de *net.DNSError
+	switch {
+	case ne.Addr != nil:
+		addr = ne.Addr.String()
+	case errors.As(err, &de):
+		addr = de.Name
+	}
+	if addr == "" {
+		return "cannot reach a broker: " + dialReason(err, c.timeout)
+	}
+	msg := "cannot reach " + addr + ": " + dialReason(err, c.timeout)
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	for _, s := range c.seeds {
+		if s == addr || strings.HasPrefix(s, host+":") {
+			return msg
+		}
+	}
+	return msg + " (the seeds " + strings.Join(c.seeds, ",") + " answered and name this address for a broker: its --advertise, or --advertised-listeners, must be an address this machine can reach)"
 }
 
 // brokerError is a per-resource error from a broker: the Kafka error
