@@ -37,8 +37,8 @@ func needTool(t *testing.T, name, pkg string) string {
 func TestUserAndACLCommands(t *testing.T) {
 	certs := brokertest.NewCerts(t, "cmd-test-ca")
 	b := brokertest.Secure(t, certs)
-	// The connecting user's password comes from SLUICE_PASSWORD: on
-	// user create, --password is the new user's.
+	// The connecting user's password comes from SLUICE_PASSWORD here; on
+	// user create, --new-password is the new user's.
 	t.Setenv("SLUICE_PASSWORD", "admin-secret")
 	conn := []string{"-b", b.ListenerAddr(broker.SASLSSL), "--tls-ca", certs.CAFile, "--user", "admin"}
 	run := func(mk func() *cobra.Command, args ...string) (string, error) {
@@ -59,8 +59,8 @@ func TestUserAndACLCommands(t *testing.T) {
 		}
 		return out
 	}
-	must(newUserCmd, "create", "alice", "--password", "pw-alice")
-	must(newUserCmd, "create", "bob", "--password", "pw-bob", "--mechanism", "SCRAM-SHA-256")
+	must(newUserCmd, "create", "alice", "--new-password", "pw-alice")
+	must(newUserCmd, "create", "bob", "--new-password", "pw-bob", "--mechanism", "SCRAM-SHA-256")
 	out := must(newUserCmd, "list")
 	for _, want := range []string{"admin", "alice", "SCRAM-SHA-512 (8192 iterations)", "bob"} {
 		if !strings.Contains(out, want) {
@@ -77,7 +77,7 @@ func TestUserAndACLCommands(t *testing.T) {
 	if _, err := run(newUserCmd, "delete", "bob"); err == nil {
 		t.Fatal("deleting a missing user succeeded")
 	}
-	if _, err := run(newUserCmd, "create", "carol"); err == nil || !strings.Contains(err.Error(), "--password") {
+	if _, err := run(newUserCmd, "create", "carol"); err == nil || !strings.Contains(err.Error(), "--new-password") {
 		t.Fatalf("create without a password: %v", err)
 	}
 

@@ -4,12 +4,13 @@ package main
 // AlterUserScramCredentials; works against Sluice and Kafka). Logic in
 // package clientauth.
 //
-//	sluice user create NAME --password PW [--mechanism SCRAM-SHA-512]...
+//	sluice user create NAME --new-password PW [--mechanism SCRAM-SHA-512]...
 //	sluice user delete NAME
 //	sluice user list
 //
-// On user create, --password is the new user's password; the connecting
-// user's comes from SLUICE_PASSWORD.
+// On user create, --new-password is the new user's password; --user and
+// --password (or SLUICE_PASSWORD) log in the user running the command, as
+// on every client command.
 
 import (
 	"fmt"
@@ -43,14 +44,15 @@ func newUserCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a user or change its password (SCRAM-SHA-256 and SCRAM-SHA-512)",
-		Long: `Create a user or change its password. --password is the new user's
-password (or SLUICE_NEW_PASSWORD); the user running the command
-authenticates with --user and SLUICE_PASSWORD.`,
-		Example: "  sluice user create alice --password secret\n  SLUICE_NEW_PASSWORD=secret sluice user create alice --mechanism SCRAM-SHA-512",
+		Long: `Create a user or change its password. --new-password is the new
+user's password (or SLUICE_NEW_PASSWORD); the user running the command
+logs in with --user and --password (or SLUICE_USER, SLUICE_PASSWORD), as
+on every client command.`,
+		Example: "  sluice user create alice --new-password secret --user admin --password admin-secret\n  SLUICE_NEW_PASSWORD=secret sluice user create alice --mechanism SCRAM-SHA-512",
 		Args:    exactArgs(1, "a user name"),
 	}
-	cf := addClientFlags(cmd, "password")
-	cmd.Flags().StringVar(&password, "password", "", "the new user's password (env SLUICE_NEW_PASSWORD)")
+	cf := addClientFlags(cmd)
+	cmd.Flags().StringVar(&password, "new-password", "", "the new user's password (env SLUICE_NEW_PASSWORD)")
 	cmd.Flags().StringSliceVar(&mechs, "mechanism", nil, "SCRAM-SHA-256 and/or SCRAM-SHA-512 (default both)")
 	cmd.Flags().Int32Var(&iterations, "iterations", 8192, "SCRAM iterations (4096-16384)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -58,7 +60,7 @@ authenticates with --user and SLUICE_PASSWORD.`,
 			password = os.Getenv("SLUICE_NEW_PASSWORD")
 		}
 		if password == "" {
-			return usagef("user create: give --password (or SLUICE_NEW_PASSWORD)")
+			return usagef("user create: give the new user's password with --new-password (or SLUICE_NEW_PASSWORD); --password is the login of the user running the command")
 		}
 		conn, err := cf.connect(cmd.Context())
 		if err != nil {
