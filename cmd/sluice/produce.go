@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -39,6 +40,7 @@ The topic must exist.`,
 	compression := fs.StringP("compression", "z", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	file := fs.StringP("file", "f", "-", "read records from this file (-: stdin)")
 	delim := fs.StringP("delimiter", "D", `\n`, `record delimiter; escapes \n \t \r \0 \\ are understood`)
+	maxBytes := fs.Int32("max-message-bytes", 0, "largest record batch the client sends (0: the topic's max.message.bytes)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *topic == "" {
 			return usagef("produce: --topic (-t) is required")
@@ -64,15 +66,26 @@ The topic must exist.`,
 			defer f.Close()
 			in = f
 		}
-		c, err := cf.connect(cmd.Context(), opts...)
+		if *maxBytes < 0 {
+			return usagef("produce: --max-message-bytes %d: want a positive size, or 0 for the topic's max.message.bytes", *maxBytes)
+		}
+		admin, err := cf.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		t, err := topicDetail(admin, cmd, "produce", *topic)
+		if err == nil && *maxBytes == 0 {
+			*maxBytes, err = topicMaxMessageBytes(admin, cmd, *topic)
+		}
+		admin.Close()
+		if err != nil {
+			return err
+		}
+		c, err := cf.connect(cmd.Context(), append(opts, kgo.ProducerBatchMaxBytes(*maxBytes))...)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		t, err := topicDetail(c, cmd, "produce", *topic)
-		if err != nil {
-			return err
-		}
 		if *partition >= 0 {
 			if _, ok := t.Partitions[*partition]; !ok {
 				return fmt.Errorf("produce: topic %q has no partition %d (it has %d)", *topic, *partition, len(t.Partitions))
@@ -110,6 +123,31 @@ The topic must exist.`,
 		return nil
 	}
 	return cmd
+}
+
+// topicMaxMessageBytes is the topic's max.message.bytes, the largest
+// record batch the broker accepts for it.
+func topicMaxMessageBytes(c *conn, cmd *cobra.Command, topic string) (int32, error) {
+	ctx, cancel := c.step(cmd.Context())
+	defer cancel()
+	rcs, err := c.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return 0, c.wrap("produce: describe "+topic+" configs", err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		return 0, c.wrap("produce: describe "+topic+" configs", err)
+	}
+	for _, cfg := range rc.Configs {
+		if cfg.Key == "max.message.bytes" && cfg.Value != nil {
+			n, err := strconv.ParseInt(*cfg.Value, 10, 32)
+			if err != nil || n <= 0 {
+				return 0, fmt.Errorf("produce: topic %q has max.message.bytes %q: give --max-message-bytes", topic, *cfg.Value)
+			}
+			return int32(n), nil
+		}
+	}
+	return 1048588, nil // Kafka's default, for a broker that does not say
 }
 
 // produceOpts turns the produce flags into client options.
