@@ -115,9 +115,14 @@ func newTopicDescribeCmd() *cobra.Command {
 			return c.wrap(what+": end offsets", err)
 		}
 		// Sizes come from DescribeLogDirs, which not every broker serves;
-		// without it the SIZE column shows "-".
+		// without it the SIZE column shows "-". The request names every
+		// partition: an empty partition list asks about none.
 		sizes := map[int32]int64{}
-		if dirs, err := c.adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{name: nil}); err == nil {
+		parts := map[int32]struct{}{}
+		for p := range t.Partitions {
+			parts[p] = struct{}{}
+		}
+		if dirs, err := c.adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{name: parts}); err == nil {
 			dirs.Each(func(d kadm.DescribedLogDir) {
 				d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
 					if p.Topic == name {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -24,4 +25,18 @@ func TestProduceLargeRecord(t *testing.T) {
 	}
 	fails(t, 1, "MESSAGE_TOO_LARGE", value+"\n", "produce", "-t", "big", "-b", addr, "--max-message-bytes", "1048576")
 	fails(t, 2, "--max-message-bytes -1", "x\n", "produce", "-t", "big", "-b", addr, "--max-message-bytes", "-1")
+}
+
+// TestTopicDescribeSizes checks that topic describe shows each
+// partition's size from Sluice's DescribeLogDirs, not "-".
+func TestTopicDescribeSizes(t *testing.T) {
+	addr := brokertest.Fast(t).Addr()
+	ok(t, "", "topic", "create", "sized", "-b", addr, "-p", "2")
+	ok(t, "a:1\nb:2\n", "produce", "-b", addr, "-t", "sized", "-p", "1", "-K", ":")
+	r := ok(t, "", "topic", "describe", "sized", "-b", addr)
+	for _, re := range []string{`(?m)^0 +0 +0 +0 +0$`, `(?m)^1 +0 +0 +2 +[1-9]\d*$`} {
+		if !regexp.MustCompile(re).MatchString(r.stdout) {
+			t.Fatalf("topic describe output does not match %s:\n%s", re, r.stdout)
+		}
+	}
 }
