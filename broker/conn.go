@@ -211,7 +211,13 @@ func (c *conn) serve() {
 		return
 	}
 	if err := c.handshake(); err != nil {
-		if !c.b.closing.Load() {
+		switch {
+		case c.b.closing.Load():
+		case errors.Is(err, io.EOF):
+			// Closed before a ClientHello: a TCP health probe or a
+			// client's reachability check, not a failed login.
+			log.Debug("connection closed before the TLS handshake")
+		default:
 			c.b.metrics.authFailures.Inc()
 			log.Info("closing connection", "err", err)
 		}
@@ -229,9 +235,11 @@ func (c *conn) serve() {
 			return
 		}
 		if err := c.dispatch(frame); err != nil {
-			if errors.Is(err, errAuthFailed) {
+			switch {
+			case errors.Is(err, errAuthFailed):
 				c.b.metrics.authFailures.Inc()
-			} else {
+			case errors.Is(err, errDropped): // an Interceptor's Drop (intercept.go)
+			default:
 				c.b.metrics.badRequests.Inc()
 			}
 			log.Info("closing connection", "err", err)
