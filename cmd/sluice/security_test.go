@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/sluicedb/sluice/broker"
 	"github.com/sluicedb/sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/internal/console"
+	"github.com/sluicedb/sluice/internal/schemaregistry"
 )
 
 // needTool returns the path of an outside program, skipping when it is
@@ -135,8 +138,16 @@ func TestREADMESecurity(t *testing.T) {
 	for web == port { // a port freed a moment ago may be handed out again
 		web = strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
 	}
+	// The walkthrough runs beside the quick start's broker: it binds
+	// none of serve's default addresses, and cleans up after itself.
+	serveLine := regexp.MustCompile(`(?s)sluice serve .*?&\n`).FindString(script)
+	httpFlag := regexp.MustCompile(`--http (\S+)`).FindStringSubmatch(serveLine)
+	if httpFlag == nil || httpFlag[1] == console.DefaultAddr || !strings.Contains(serveLine, "--schema-registry ''") {
+		t.Fatalf("the walkthrough's broker would collide with the quick start's (console %s, schema registry %s):\n%s", console.DefaultAddr, schemaregistry.DefaultAddr, serveLine)
+	}
 	script = strings.ReplaceAll(script, "9093", port)
-	script = strings.ReplaceAll(script, "9644", web)
+	script = strings.ReplaceAll(script, strings.TrimPrefix(httpFlag[1], "127.0.0.1:"), web)
+	script += "\necho \"left: $(jobs -p | wc -l) jobs, SLUICE_BROKERS=${SLUICE_BROKERS-}, $(ls)\"\n"
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -151,7 +162,7 @@ func TestREADMESecurity(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "sluice"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	full := "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null; wait' EXIT\n" + script
+	full := "set -euo pipefail\ntrap 'j=$(jobs -p); [ -z \"$j\" ] || kill $j 2>/dev/null; wait' EXIT\n" + script
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", full)
@@ -165,7 +176,7 @@ func TestREADMESecurity(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("README Security script: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
 	}
-	for _, want := range []string{"created user alice", "User:alice", "hello, securely", "console without login: 401", `"name":"orders"`} {
+	for _, want := range []string{"created user alice", "User:alice", "hello, securely", "console without login: 401", `"name":"orders"`, "left: 0 jobs, SLUICE_BROKERS=, bin\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("README Security script output lacks %q:\n%s\nstderr:\n%s", want, out.String(), stderr.String())
 		}
