@@ -79,6 +79,10 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.RenewDelegationToken:         nil,
 	kmsg.ExpireDelegationToken:        nil,
 	kmsg.DescribeDelegationToken:      {{opDescribe, resDelegationToken, ""}, {opDescribeTokens, resUser, ""}},
+
+	// KIP-714: any connected client may get its subscription and push.
+	kmsg.GetTelemetrySubscriptions: nil,
+	kmsg.PushTelemetry:             nil,
 }
 
 // alwaysAuthorizedOps are the APIs whose responses carry KIP-430's
