@@ -9,10 +9,11 @@ package broker
 //     hosts (* for any). Bindings are stored in DATA/security/acls.json,
 //     fsynced before the reply; a binding already stored is not stored
 //     twice.
+//   - Without authorization (no --authorization), all three answer
+//     SECURITY_DISABLED, as Kafka does without an authorizer: ACLs that
+//     nothing enforces are not stored.
 //   - CreateAcls and DeleteAcls need ALTER on the cluster, DescribeAcls
-//     DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED). They
-//     work whether or not authorization is on, so ACLs can be prepared
-//     before it is turned on.
+//     DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 //   - An invalid binding or filter gets INVALID_REQUEST with a message;
 //     filters follow Kafka's rules (ANY matches everything, MATCH with a
 //     name selects the bindings that apply to that resource).
@@ -33,11 +34,20 @@ func init() {
 
 func strPtr(s string) *string { return &s }
 
+// noAuthorizer is the message of SECURITY_DISABLED answers.
+const noAuthorizer = "no authorizer is configured: start the broker with --authorization to use ACLs"
+
 func handleCreateACLs(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	allowed := r.allowedCluster(opAlter)
 	for _, c := range req.Creations {
+		if r.b.authz == nil {
+			res := kmsg.NewCreateACLsResponseResult()
+			res.ErrorCode, res.ErrorMessage = kerr.SecurityDisabled.Code, strPtr(noAuthorizer)
+			resp.Results = append(resp.Results, res)
+			continue
+		}
 		res := kmsg.NewCreateACLsResponseResult()
 		pt := c.ResourcePatternType
 		if req.Version == 0 {
@@ -65,6 +75,10 @@ func handleCreateACLs(r *request) (kmsg.Response, error) {
 func handleDescribeACLs(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+	if r.b.authz == nil {
+		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, strPtr(noAuthorizer)
+		return resp, nil
+	}
 	if !r.allowedCluster(opDescribe) {
 		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, strPtr("DescribeAcls needs DESCRIBE on the cluster")
 		return resp, nil
@@ -117,6 +131,10 @@ func handleDeleteACLs(r *request) (kmsg.Response, error) {
 			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType}
 		if req.Version == 0 {
 			f.PatternType = kmsg.ACLResourcePatternTypeLiteral
+		}
+		if r.b.authz == nil {
+			fail(i, kerr.SecurityDisabled.Code, noAuthorizer)
+			continue
 		}
 		if !allowed {
 			fail(i, kerr.ClusterAuthorizationFailed.Code, "DeleteAcls needs ALTER on the cluster")

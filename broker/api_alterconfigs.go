@@ -91,6 +91,10 @@ func (r *request) alterResource(rt kmsg.ConfigResourceType, name string, seen ma
 		return r.b.alterTopicConfigs(name, edit, validateOnly)
 	case rt == kmsg.ConfigResourceTypeBroker:
 		return r.b.alterBrokerConfigs(name, edit, validateOnly)
+	case rt == kmsg.ConfigResourceTypeClientMetrics && !r.allowedCluster(opAlterConfigs):
+		return errCode(kerr.ClusterAuthorizationFailed, "not authorized to alter client metrics subscriptions (ALTER_CONFIGS on the cluster)")
+	case rt == kmsg.ConfigResourceTypeClientMetrics:
+		return r.b.telemetry.alter(name, edit, validateOnly)
 	}
-	return errCode(kerr.InvalidRequest, "only topic and broker configs can be altered")
+	return errCode(kerr.InvalidRequest, "only topic, broker, broker logger and client metrics configs can be altered")
 }

@@ -21,8 +21,13 @@ package broker
 //     (v1+) lists every level a value could come from, highest
 //     precedence first. IncludeDocumentation (v3+) gives a one-line
 //     description. Config types (v3+) are given.
-//   - Other resource types (broker loggers, client metrics) get
-//     INVALID_REQUEST.
+//   - Broker loggers (8): each logger's level (loglevels.go).
+//   - Client metrics (16): a telemetry subscription's metrics,
+//     interval.ms and match, source CLIENT_METRICS_CONFIG when set,
+//     DEFAULT_CONFIG otherwise (a name with nothing set shows the
+//     defaults, as in Kafka); needs DESCRIBE_CONFIGS on the cluster; an
+//     empty name gets INVALID_REQUEST.
+//   - Other resource types (groups) get INVALID_REQUEST.
 
 import (
 	"slices"
@@ -71,9 +76,11 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 			}
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			r.describeLoggers(&d, &sr)
+		case kmsg.ConfigResourceTypeClientMetrics:
+			r.describeClientMetrics(&d, &sr)
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "only topic, broker and broker logger configs can be described"
+			msg := "only topic, broker, broker logger and client metrics configs can be described"
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)
@@ -207,4 +214,37 @@ func (d *describer) clusterDefault(dyn *dynamicConfig) []kmsg.DescribeConfigsRes
 		}))
 	}
 	return out
+}
+
+// describeClientMetrics describes the client telemetry subscription
+// sr.ResourceName.
+func (r *request) describeClientMetrics(d *describer, sr *kmsg.DescribeConfigsResponseResource) {
+	if !r.allowedCluster(opDescribeConfigs) {
+		sr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return
+	}
+	if sr.ResourceName == "" {
+		sr.ErrorCode = kerr.InvalidRequest.Code
+		msg := "a client metrics subscription needs a name"
+		sr.ErrorMessage = &msg
+		return
+	}
+	set := r.b.telemetry.configs(sr.ResourceName)
+	for _, c := range []struct {
+		name, def, doc string
+		typ            kmsg.ConfigType
+	}{
+		{cmInterval, "300000", "How often, in milliseconds, matching clients push their metrics.", kmsg.ConfigTypeInt},
+		{cmMatch, "", "key=regex rules a client must all match (client_instance_id, client_id, client_software_name, client_software_version, client_source_address, client_source_port); none matches every client.", kmsg.ConfigTypeList},
+		{cmMetrics, "", "Prefixes of the metric names matching clients push; * for all.", kmsg.ConfigTypeList},
+	} {
+		if !d.want(c.name) {
+			continue
+		}
+		syns := []synonym{{c.name, c.def, kmsg.ConfigSourceDefaultConfig}}
+		if v, ok := set[c.name]; ok {
+			syns = append([]synonym{{c.name, v, kmsg.ConfigSourceClientMetricsConfig}}, syns...)
+		}
+		sr.Configs = append(sr.Configs, d.entry(c.name, syns[0].value, c.typ, false, c.doc, syns))
+	}
 }

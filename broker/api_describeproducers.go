@@ -9,8 +9,10 @@ package broker
 //     open transaction on the partition (-1 when none). LastTimestamp is,
 //     for a producer with an open transaction, when the partition first
 //     saw it open (the broker's clock), so that a tool can tell a hanging
-//     transaction (KIP-664) by its age; else -1. CoordinatorEpoch is -1
-//     (not tracked).
+//     transaction (KIP-664) by its age; else -1. CoordinatorEpoch is the
+//     coordinator epoch of the producer's last transaction marker on the
+//     partition (0 for the broker's own coordinator, the request's for
+//     WriteTxnMarkers), -1 when none was written, as in Kafka.
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION.
 //   - Authorization: READ on each topic (else
 //     TOPIC_AUTHORIZATION_FAILED).
@@ -54,7 +56,7 @@ func handleDescribeProducers(r *request) (kmsg.Response, error) {
 			for _, a := range act {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = a.ID, int32(a.Epoch), a.LastSequence
-				ap.LastTimestamp, ap.CoordinatorEpoch = -1, -1
+				ap.LastTimestamp, ap.CoordinatorEpoch = -1, a.CoordinatorEpoch
 				if ms, ok := since[a.ID]; ok && a.TxnStartOffset >= 0 {
 					ap.LastTimestamp = ms
 				}

@@ -14,6 +14,9 @@ package broker
 //     any operation does. ValidateOnly checks without changing anything.
 //   - Broker loggers (8): each logger's level, at run time (see
 //     loglevels.go).
+//   - Client metrics (16): a telemetry subscription's metrics,
+//     interval.ms and match (see telemetry.go); metrics and match are
+//     lists. Needs ALTER_CONFIGS on the cluster.
 //   - Authorization: as AlterConfigs: ALTER_CONFIGS on each topic, or on
 //     the cluster for broker resources.
 
@@ -60,7 +63,7 @@ func handleIncrementalAlterConfigs(r *request) (kmsg.Response, error) {
 }
 
 // listConfigs are the configs APPEND and SUBTRACT apply to.
-var listConfigs = map[string]bool{"cleanup.policy": true, "log.cleanup.policy": true}
+var listConfigs = map[string]bool{"cleanup.policy": true, "log.cleanup.policy": true, cmMetrics: true, cmMatch: true}
 
 // applyIncremental applies IncrementalAlterConfigs operations to cur.
 func applyIncremental(cur map[string]string, effective func(string) string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (map[string]string, error) {

@@ -44,7 +44,7 @@ func handleWriteTxnMarkers(r *request) (kmsg.Response, error) {
 				} else if p == nil {
 					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				} else {
-					pend, err := p.EnqueueMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.ProducerEpoch, ts)
+					pend, err := p.EnqueueMarker(m.ProducerID, m.ProducerEpoch, m.Committed, m.ProducerEpoch, m.CoordinatorEpoch, ts)
 					if err == nil {
 						_, err = p.Wait(context.Background(), pend)
 					}

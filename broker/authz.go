@@ -48,6 +48,9 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.ApiVersions.Int16():      nil,
 	kmsg.SASLHandshake.Int16():    nil,
 	kmsg.SASLAuthenticate.Int16(): nil,
+	// KIP-714: any connected client may get its subscription and push.
+	kmsg.GetTelemetrySubscriptions.Int16(): nil,
+	kmsg.PushTelemetry.Int16():             nil,
 
 	kmsg.Produce.Int16(): {{opWrite, resTopic, ""}, {opWrite, resTxnID, "transactional"}},
 	kmsg.Fetch.Int16():   {{opRead, resTopic, ""}, {opClusterAction, resCluster, "follower fetch"}},

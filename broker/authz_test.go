@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/auth"
 )
 
 // kafkaACLTable is Kafka's documented authorizer table ("Operations and
@@ -77,6 +79,10 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.RenewDelegationToken:         nil,
 	kmsg.ExpireDelegationToken:        nil,
 	kmsg.DescribeDelegationToken:      {{opDescribe, resDelegationToken, ""}, {opDescribeTokens, resUser, ""}},
+
+	// KIP-714: any connected client may get its subscription and push.
+	kmsg.GetTelemetrySubscriptions: nil,
+	kmsg.PushTelemetry:             nil,
 }
 
 // alwaysAuthorizedOps are the APIs whose responses carry KIP-430's
@@ -399,5 +405,36 @@ func TestAPIAuthorizationEnforced(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestACLsWithoutAuthorizer: without --authorization the ACL APIs answer
+// SECURITY_DISABLED, as Kafka's do without an authorizer, and store
+// nothing.
+func TestACLsWithoutAuthorizer(t *testing.T) {
+	tb := startTest(t)
+	c := dialRaw(t, tb.addr)
+	ca := kmsg.NewPtrCreateACLsRequest()
+	ca.Creations = []kmsg.CreateACLsRequestCreation{{ResourceType: resTopic, ResourceName: "t", ResourcePatternType: kmsg.ACLResourcePatternTypeLiteral,
+		Principal: "User:x", Host: "*", Operation: opRead, PermissionType: kmsg.ACLPermissionTypeAllow}}
+	cr := c.roundTrip(ca).(*kmsg.CreateACLsResponse)
+	if len(cr.Results) != 1 || cr.Results[0].ErrorCode != kerr.SecurityDisabled.Code || cr.Results[0].ErrorMessage == nil {
+		t.Fatalf("CreateAcls without an authorizer: %+v", cr.Results)
+	}
+	da := kmsg.NewPtrDescribeACLsRequest()
+	da.ResourceType, da.ResourcePatternType, da.Operation, da.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	dr := c.roundTrip(da).(*kmsg.DescribeACLsResponse)
+	if dr.ErrorCode != kerr.SecurityDisabled.Code || len(dr.Resources) != 0 {
+		t.Fatalf("DescribeAcls without an authorizer: code %d, %d resources", dr.ErrorCode, len(dr.Resources))
+	}
+	dl := kmsg.NewPtrDeleteACLsRequest()
+	dl.Filters = []kmsg.DeleteACLsRequestFilter{{ResourceType: kmsg.ACLResourceTypeAny, ResourcePatternType: kmsg.ACLResourcePatternTypeAny, Operation: kmsg.ACLOperationAny, PermissionType: kmsg.ACLPermissionTypeAny}}
+	del := c.roundTrip(dl).(*kmsg.DeleteACLsResponse)
+	if len(del.Results) != 1 || del.Results[0].ErrorCode != kerr.SecurityDisabled.Code {
+		t.Fatalf("DeleteAcls without an authorizer: %+v", del.Results)
+	}
+	if n := len(tb.b.acls.Describe(auth.Filter{ResourceType: kmsg.ACLResourceTypeAny, PatternType: kmsg.ACLResourcePatternTypeAny,
+		Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny})); n != 0 {
+		t.Fatalf("%d ACLs stored without an authorizer", n)
 	}
 }

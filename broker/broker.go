@@ -134,6 +134,10 @@ type Broker struct {
 	listening bool // set by Start (under startOnce and mu)
 	closeOnce sync.Once
 	closeErr  error
+
+	// telemetry holds the client telemetry subscriptions and what
+	// clients pushed (telemetry.go).
+	telemetry *telemetry
 }
 
 // listener is a bound Listener.
@@ -194,6 +198,7 @@ func New(opts ...Opt) (*Broker, error) {
 		diskCh:      make(chan struct{}),
 	}
 	b.metrics = newMetrics(c.registerer)
+	b.telemetry = newTelemetry(b)
 	b.accM = acceptor.NewMetrics(c.registerer)
 	b.syncs = make(chan struct{}, maxConcurrentSyncs)
 	b.stopCtx, b.stop = context.WithCancel(context.Background())
@@ -226,7 +231,7 @@ func New(opts ...Opt) (*Broker, error) {
 	b.checkDisk()
 	go b.monitorDisk()
 	if c.registerer != nil {
-		c.registerer.MustRegister(&collector{b: b})
+		c.registerer.MustRegister(&collector{b: b}, b.telemetry)
 	}
 	b.started = time.Now()
 	return b, nil

@@ -77,6 +77,9 @@ type conn struct {
 	// authed, before any request that reads it is read).
 	tokenAuthed bool
 	saslRaw     bool // SaslHandshake v0: the next frames are bare SASL tokens
+	// The client's software name and version from ApiVersions v3+
+	// (read loop only; client telemetry matches on them).
+	softwareName, softwareVersion string
 }
 
 // maxInFlight bounds the requests read but not yet answered on one
@@ -527,6 +530,7 @@ func (c *conn) dispatch(frame []byte) error {
 		// and downgrade.
 		p.corr, p.key, p.name = h.corr, h.key, "ApiVersions"
 		p.resp = &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: apiKeys()}
+		c.softwareFrom(frame)
 		c.send(p)
 		return nil
 	}

@@ -34,6 +34,11 @@ func (b *Broker) openTransactions() []txn.OpenTxn {
 	return out
 }
 
+// coordinatorEpoch is the epoch of the broker's transaction coordinator,
+// written in its markers: on one node its log never changes leader, so it
+// is 0, as a fresh Kafka cluster's __transaction_state leader epoch.
+const coordinatorEpoch = 0
+
 // writeMarkers writes a COMMIT or ABORT marker for pid to each partition
 // that has an open transaction of pid with batches at batchEpoch or
 // below (Partition.EnqueueMarker), durably, in parallel. Partitions that
@@ -51,7 +56,7 @@ func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.T
 		if p == nil {
 			continue
 		}
-		pen, err := p.EnqueueMarker(pid, epoch, commit, batchEpoch, ts)
+		pen, err := p.EnqueueMarker(pid, epoch, commit, batchEpoch, coordinatorEpoch, ts)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -270,6 +270,27 @@ func (s *tlsState) serverConfig(l Listener) *tls.Config {
 	}
 }
 
+// HTTPSConfig is a TLS server configuration for an HTTP listener beside
+// the broker's (the schema registry's), from the same certificates: each
+// handshake takes the ones in effect, so ReloadTLS applies to it too.
+// With a client CA, client certificates are verified against it, and
+// required when requireClientCert is set (as on SSL listeners; else only
+// verified if given, as on SASL_SSL ones). Nil when the broker has no
+// TLS certificate.
+func (b *Broker) HTTPSConfig(requireClientCert bool) *tls.Config {
+	b.tls.mu.RLock()
+	none := b.tls.strict == nil
+	b.tls.mu.RUnlock()
+	if none {
+		return nil
+	}
+	proto := SASLSSL
+	if requireClientCert {
+		proto = SSL
+	}
+	return b.tls.serverConfig(Listener{Protocol: proto})
+}
+
 // ReloadTLS reads the certificate, key and client CA files given to
 // TLSFiles again; new handshakes use them, open connections are kept.
 // sluice serve calls it on SIGHUP.

@@ -276,10 +276,10 @@ func TestTxnAdminAPIs(t *testing.T) {
 			found = &p
 		}
 	})
-	if found == nil || found.CurrentTxnStartOffset != 0 || found.LastSequence != 0 {
+	if found == nil || found.CurrentTxnStartOffset != 0 || found.LastSequence != 0 || found.CoordinatorEpoch != -1 {
 		t.Fatalf("DescribeProducers: %+v", found)
 	}
-	res, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, Commit: false, Topics: kadm.TopicsSet{topic: {0: {}}}})
+	res, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, Commit: false, CoordinatorEpoch: 3, Topics: kadm.TopicsSet{topic: {0: {}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +292,24 @@ func TestTxnAdminAPIs(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 2 || p.LastStableOffsetAt(hw) != 2 {
 		t.Fatalf("after the admin abort: hw %d lso %d, want 2 and 2", hw, p.LastStableOffsetAt(hw))
 	}
+	// DescribeProducers reports the coordinator epoch of the last marker:
+	// the admin's 3, later the broker's coordinator's 0.
+	coordEpochs := func() []int32 {
+		prods, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int32
+		prods.EachProducer(func(p kadm.DescribedProducer) {
+			if p.ProducerID == d.ProducerID {
+				out = append(out, p.CoordinatorEpoch)
+			}
+		})
+		return out
+	}
+	if got := coordEpochs(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("coordinator epochs after the admin's marker: %v, want [3]", got)
+	}
 	// The client's commit changes nothing on the partition: the record
 	// stays aborted.
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -300,6 +318,9 @@ func TestTxnAdminAPIs(t *testing.T) {
 	produceTxn(t, cl, topic, true, "end")
 	if got, want := readUntil(t, tb, topic, true, "end"), []string{"end"}; !equal(got, want) {
 		t.Fatalf("read_committed got %v, want %v", got, want)
+	}
+	if got := coordEpochs(); len(got) != 1 || got[0] != 0 {
+		t.Fatalf("coordinator epochs after the coordinator's commit: %v, want [0]", got)
 	}
 }
 

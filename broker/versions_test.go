@@ -37,6 +37,8 @@ var kafka40Min = map[kmsg.Key]int16{
 	kmsg.SASLAuthenticate: 0, kmsg.DescribeUserSCRAMCredentials: 0, kmsg.AlterUserSCRAMCredentials: 0,
 	kmsg.AddPartitionsToTxn: 0, kmsg.AddOffsetsToTxn: 0, kmsg.EndTxn: 0, kmsg.TxnOffsetCommit: 0,
 	kmsg.WriteTxnMarkers: 1,
+	// Client telemetry (KIP-714).
+	kmsg.GetTelemetrySubscriptions: 0, kmsg.PushTelemetry: 0,
 }
 
 // clientRange is a span of versions a client can send of one API; the

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicedb/sluice/broker"
 )
 
 // docBlock returns the shell block between <!-- name --> and
@@ -59,5 +63,40 @@ func TestAdminDocCommands(t *testing.T) {
 	}
 	if got := describedTopicConfig(t, n.addr, "settings", "cleanup.policy"); got != "compact" {
 		t.Errorf("cleanup.policy %q", got)
+	}
+}
+
+// TestTelemetryDocCommands runs the client telemetry commands of
+// docs/observability.md: the benchmark's franz-go producer matches the
+// subscription and its pushed metrics are exported.
+func TestTelemetryDocCommands(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	n := startNode(t, broker.Registerer(reg))
+	out := runDocCommands(t, n, docBlock(t, "docs/observability.md", "telemetry-doc-commands"))
+	if !strings.Contains(out, "subscription producers set") || !strings.Contains(out, "org.apache.kafka.producer.") {
+		t.Fatalf("output lacks the subscription:\n%s", out)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metrics []string
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_client_telemetry_value" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			l := map[string]string{}
+			for _, lp := range m.Label {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["client_software_name"] != "kgo" || l["client_instance_id"] == "" || !strings.HasPrefix(l["metric"], "org.apache.kafka.producer.") {
+				t.Errorf("exported %v", l)
+			}
+			metrics = append(metrics, l["metric"])
+		}
+	}
+	if len(metrics) == 0 {
+		t.Fatalf("no pushed metric exported after the benchmark:\n%s", out)
 	}
 }

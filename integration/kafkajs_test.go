@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/broker"
 )
 
 // kafkajs runs integration/testdata/kafkajs/sluice.js with the kafkajs
@@ -607,11 +609,12 @@ func TestKafkajsDeleteRecords(t *testing.T) {
 	}
 }
 
-// TestKafkajsACLs: createAcls then describeAcls. It runs only where the
-// broker serves the ACL APIs.
+// TestKafkajsACLs: createAcls then describeAcls, against a broker with
+// authorization on (without it the ACL APIs answer SECURITY_DISABLED, as
+// Kafka's do). It runs only where the broker serves the ACL APIs.
 func TestKafkajsACLs(t *testing.T) {
 	modules := needKafkajs(t)
-	n := startNode(t)
+	n := startNode(t, broker.Authorization(true), broker.AllowEveryoneIfNoACL(true))
 	if missing := missingAPIs(t, n.addr, kmsg.CreateACLs.Int16(), kmsg.DescribeACLs.Int16()); len(missing) > 0 {
 		t.Skipf("Sluice does not serve %s yet; kafkajs admin.createAcls/describeAcls need them", strings.Join(missing, ", "))
 	}

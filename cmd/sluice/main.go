@@ -39,6 +39,7 @@ func subcommands() []*cobra.Command {
 		newSchemaCmd(),
 		newTxnCmd(),
 		newHealthCmd(),
+		newTelemetryCmd(),
 	}
 }
 

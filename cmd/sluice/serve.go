@@ -140,16 +140,17 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 
-	con, err := o.http.start(b, reg, logger)
+	// The schema registry first: the console shows it.
+	sr, err := o.schema.start(b, &o.sec, reg, logger)
 	if err != nil {
 		b.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
 
-	sr, err := o.schema.start(b, &o.sec, reg, logger)
+	con, err := o.http.start(b, reg, logger, sr)
 	if err != nil {
-		if con != nil {
-			con.Close()
+		if sr != nil {
+			sr.Close()
 		}
 		b.Close()
 		return fmt.Errorf("serve: %w", err)

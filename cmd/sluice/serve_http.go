@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicedb/sluice/broker"
 	"github.com/sluicedb/sluice/internal/console"
+	"github.com/sluicedb/sluice/internal/schemaregistry"
 )
 
 // serveHTTP holds serve's flags for the HTTP server (console, metrics,
@@ -46,11 +47,12 @@ func (h *serveHTTP) logger(level slog.Level) (*slog.Logger, error) {
 }
 
 // start serves the console on h.addr; nil when the address is empty.
-func (h *serveHTTP) start(b *broker.Broker, reg *prometheus.Registry, logger *slog.Logger) (*console.Server, error) {
+// With sr (nil when off) it shows the schema registry.
+func (h *serveHTTP) start(b *broker.Broker, reg *prometheus.Registry, logger *slog.Logger, sr *schemaregistry.Registry) (*console.Server, error) {
 	if h.addr == "" {
 		return nil, nil
 	}
-	con, err := console.New(console.Config{Broker: b, Gatherer: reg, Admin: h.admin, Logger: logger})
+	con, err := console.New(console.Config{Broker: b, Gatherer: reg, Admin: h.admin, Logger: logger, Schemas: sr})
 	if err != nil {
 		return nil, err
 	}

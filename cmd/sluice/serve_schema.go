@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -34,11 +33,10 @@ func (s *serveSchema) start(b *broker.Broker, sec *serveSecurity, reg prometheus
 	}
 	cfg := schemaregistry.Config{Broker: b, Logger: logger, Registerer: reg}
 	if sec.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(sec.tlsCert, sec.tlsKey)
-		if err != nil {
-			return nil, fmt.Errorf("schema registry: --tls-cert: %w", err)
-		}
-		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		// The broker's certificates, reloaded with them on SIGHUP; with
+		// --tls-client-ca a client certificate is required unless SASL
+		// users log in with HTTP Basic.
+		cfg.TLS = b.HTTPSConfig(!b.SASLEnabled())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

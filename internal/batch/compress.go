@@ -129,6 +129,13 @@ func compress(dst, src []byte, c Codec) ([]byte, error) {
 	return dst, fmt.Errorf("%w: unknown codec %d", ErrCodec, c)
 }
 
+// Decompress returns src decompressed with c, refusing to produce more
+// than limit bytes (a payload compressed as Kafka's codecs compress, such
+// as a client's pushed telemetry).
+func Decompress(src []byte, c Codec, limit int) ([]byte, error) {
+	return decompress(nil, src, c, limit)
+}
+
 // decompress appends src decompressed with c to dst, refusing to produce
 // more than limit bytes.
 func decompress(dst, src []byte, c Codec, limit int) ([]byte, error) {

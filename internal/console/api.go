@@ -16,6 +16,7 @@ package console
 //	POST   /api/v1/topics                        {"name","partitions","configs"}  (admin)
 //	DELETE /api/v1/topics/{topic}                                                 (admin)
 //	POST   /api/v1/groups/{group}/reset          {"topic","partitions","to":"earliest|latest|offset","offset"} (admin)
+//	*      /api/v1/registry/...                  the schema registry's REST API, when Config.Schemas is set
 //
 // Errors are {"error": "..."} with 400 (bad parameter), 401 (no or a
 // wrong login, with SASL on), 403 (admin off, or the user's ACLs refuse
@@ -60,6 +61,9 @@ func (s *Server) apiRoutes() {
 	h("POST /api/v1/topics", s.admin(s.apiCreateTopic))
 	h("DELETE /api/v1/topics/{topic}", s.admin(s.apiDeleteTopic))
 	h("POST /api/v1/groups/{group}/reset", s.admin(s.apiResetGroup))
+	if s.cfg.Schemas != nil {
+		s.mux.Handle("/api/v1/registry/", s.guard(http.StripPrefix("/api/v1/registry", s.cfg.Schemas.Handler())))
+	}
 	h("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, fmt.Sprintf("no API route %s %s", r.Method, r.URL.Path))
 	})
@@ -146,6 +150,9 @@ func (s *Server) apiCluster(w http.ResponseWriter, r *http.Request) {
 		Authorization: s.b.AuthorizationEnabled(),
 		Features:      []string{"overview", "topics", "groups"},
 		SampleMs:      s.cfg.SampleEvery.Milliseconds(),
+	}
+	if s.cfg.Schemas != nil {
+		ci.Features = append(ci.Features, "schemas")
 	}
 	ci.Connections = s.b.Stats().Connections
 	if err := s.b.Ready(); err != nil {

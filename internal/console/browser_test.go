@@ -294,3 +294,68 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.noErrors("group")
 	})
 }
+
+// TestSchemasInBrowser: with a schema registry, the Schemas page lists
+// subjects with their type, latest version, id and compatibility; a
+// subject's page shows each version's schema; the message browser shows
+// Avro records decoded with their schema.
+func TestSchemasInBrowser(t *testing.T) {
+	e := newEnv(t, envOpt{schemas: true})
+	e.createTopic(t, "orders", 1)
+	id1 := e.registerSchema(t, "orders-value", orderV1)
+	id2 := e.registerSchema(t, "orders-value", orderV2)
+	e.produceAvro(t, "orders", id1, 5, orderV1)
+
+	b := newBrowser(t, e.url)
+
+	t.Run("schemas", func(t *testing.T) {
+		b.t = t
+		b.open("#/schemas")
+		if nav := b.text("#nav"); !strings.Contains(nav, "Schemas") {
+			t.Errorf("navigation lacks Schemas: %s", nav)
+		}
+		cells := eval[[]string](b, `[...document.querySelectorAll('#subjects-table tbody tr td')].map(c => c.textContent)`)
+		if want := []string{"orders-value", "AVRO", "2", fmt.Sprint(id2), "BACKWARD"}; strings.Join(cells, "|") != strings.Join(want, "|") {
+			t.Errorf("subjects table %v, want %v", cells, want)
+		}
+		if s := b.text("#global-compat"); !strings.Contains(s, "BACKWARD") {
+			t.Errorf("global level: %s", s)
+		}
+		b.screenshot("schemas")
+		b.noErrors("schemas")
+	})
+
+	t.Run("subject", func(t *testing.T) {
+		b.t = t
+		b.open("#/schemas/orders-value")
+		b.wait(`document.querySelector('#schema-text').textContent.includes('"note"')`)
+		if s := b.text("#schema-cards"); !strings.Contains(s, fmt.Sprint(id2)) || !strings.Contains(s, "BACKWARD") || !strings.Contains(s, "AVRO") {
+			t.Errorf("subject cards: %s", s)
+		}
+		b.run(chromedp.SetValue(chromedp.CSS("#schema-version"), "1"),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById('schema-version').dispatchEvent(new Event('change'))`))
+		b.wait(`!document.querySelector('#schema-text').textContent.includes('"note"')`)
+		if s := b.text("#schema-text"); !strings.Contains(s, `"name": "Order"`) || !strings.Contains(s, `"qty"`) {
+			t.Errorf("version 1 schema: %s", s)
+		}
+		b.screenshot("subject")
+		b.noErrors("subject")
+	})
+
+	t.Run("decoded records", func(t *testing.T) {
+		b.t = t
+		b.open("#/topics/orders")
+		b.wait(`document.querySelectorAll('#mb-table tr[data-offset]').length === 5`)
+		s := b.text("#mb-table")
+		if !strings.Contains(s, fmt.Sprintf("schema %d · AVRO", id1)) || !strings.Contains(s, `{"id":"o-4","qty":4}`) {
+			t.Errorf("message browser does not show decoded records: %.400s", s)
+		}
+		b.run(chromedp.SetValue(chromedp.CSS("#mb-format"), "hex"),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById('mb-format').dispatchEvent(new Event('change'))`))
+		if s := b.text("#mb-table tbody"); strings.Contains(s, "AVRO") || !strings.Contains(s, "00 00 00 00") {
+			t.Errorf("hex view should show the raw bytes: %.300s", s)
+		}
+		b.screenshot("decoded-records")
+		b.noErrors("decoded records")
+	})
+}

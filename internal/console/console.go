@@ -48,6 +48,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/schemaregistry"
 )
 
 //go:embed web
@@ -90,6 +91,11 @@ type Config struct {
 	Auth Authenticator
 	// ClientOpts are added to the in-process Kafka client's options.
 	ClientOpts []kgo.Opt
+	// Schemas, when set, adds the schema registry's pages (subjects,
+	// versions, schemas, compatibility levels; its REST API under
+	// /api/v1/registry/) and decodes records in its wire format in the
+	// message browser (schemas.go).
+	Schemas *schemaregistry.Registry
 }
 
 // Server is the console's HTTP handler and the sampler that fills the

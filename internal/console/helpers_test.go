@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/schemaregistry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,6 +33,7 @@ type env struct {
 type envOpt struct {
 	admin      bool
 	brokerOpts []broker.Opt
+	schemas    bool // open a schema registry on the broker and show it
 }
 
 func newEnv(t *testing.T, o envOpt) *env {
@@ -46,7 +48,14 @@ func newEnv(t *testing.T, o envOpt) *env {
 		b.Close()
 		t.Fatal(err)
 	}
-	s, err := New(Config{Broker: b, Gatherer: reg, Admin: o.admin, SampleEvery: 20 * time.Millisecond, History: 600})
+	var sr *schemaregistry.Registry
+	if o.schemas {
+		if sr, err = schemaregistry.New(context.Background(), schemaregistry.Config{Broker: b}); err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+	}
+	s, err := New(Config{Broker: b, Gatherer: reg, Admin: o.admin, SampleEvery: 20 * time.Millisecond, History: 600, Schemas: sr})
 	if err != nil {
 		b.Close()
 		t.Fatal(err)
@@ -55,6 +64,9 @@ func newEnv(t *testing.T, o envOpt) *env {
 	t.Cleanup(func() {
 		hs.Close()
 		s.Close()
+		if sr != nil {
+			sr.Close()
+		}
 		if err := b.Close(); err != nil {
 			t.Error(err)
 		}

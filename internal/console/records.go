@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/schemaregistry"
 )
 
 // Bounds of the message browser: a page holds at most maxRecords
@@ -34,6 +36,11 @@ type record struct {
 	ValueSize int      `json:"value_size"`
 	Headers   []header `json:"headers"`
 	Truncated bool     `json:"truncated,omitempty"` // key, value or a header value was cut
+	// KeyDecoded and ValueDecoded: the key and value decoded with their
+	// schema, when Config.Schemas is set and they are in the registry's
+	// wire format (schemas.go).
+	KeyDecoded   *schemaregistry.Decoded `json:"key_decoded,omitempty"`
+	ValueDecoded *schemaregistry.Decoded `json:"value_decoded,omitempty"`
 }
 
 type header struct {
@@ -128,13 +135,13 @@ func (s *Server) readRecords(r *http.Request) (*recordsPage, error) {
 	case <-ctx.Done():
 		return nil, &apiError{http.StatusServiceUnavailable, "too many message-browser reads at once; try again"}
 	}
-	return page, s.consume(ctx, page, p.HighWatermark)
+	return page, s.consume(ctx, page, p.HighWatermark, s.decoder(r))
 }
 
 // consume reads page.Limit records from page.From with a Kafka consumer
 // of the partition, stopping at hw (the high watermark seen when the
 // request came).
-func (s *Server) consume(ctx context.Context, page *recordsPage, hw int64) error {
+func (s *Server) consume(ctx context.Context, page *recordsPage, hw int64, decode func([]byte) *schemaregistry.Decoded) error {
 	opts := append(append([]kgo.Opt(nil), s.clOpt...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{page.Topic: {page.Partition: kgo.NewOffset().At(page.From)}}),
 		kgo.FetchMaxBytes(maxFetchBytes),
@@ -170,7 +177,11 @@ func (s *Server) consume(ctx context.Context, page *recordsPage, hw int64) error
 			if int64(len(page.Records)) >= page.Limit || rec.Offset >= hw {
 				return
 			}
-			page.Records = append(page.Records, toRecord(rec))
+			out := toRecord(rec)
+			if decode != nil {
+				out.KeyDecoded, out.ValueDecoded = decode(rec.Key), decode(rec.Value)
+			}
+			page.Records = append(page.Records, out)
 			page.NextOffset = rec.Offset + 1
 		})
 	}

@@ -14,6 +14,7 @@ const (
 	LockFile    = "LOCK"
 	clusterFile = "cluster.json"
 	brokerFile  = "broker.json"
+	metricsFile = "client-metrics.json"
 	topicsDir   = "topics"
 	topicFile   = "topic.json"
 	groupsDir   = "groups"
@@ -150,6 +151,29 @@ func (l Layout) ReadBroker(fs vfs.FS) (Broker, error) {
 
 // WriteBroker replaces broker.json.
 func (l Layout) WriteBroker(fs vfs.FS, b Broker) error { return writeJSON(fs, l.BrokerFile(), b) }
+
+// ClientMetricsFile is client-metrics.json.
+func (l Layout) ClientMetricsFile() string { return l.join(metricsFile) }
+
+// ClientMetrics is client-metrics.json: the client telemetry
+// subscriptions (KIP-714 CLIENT_METRICS config resources), each
+// subscription's configs by its name.
+type ClientMetrics struct {
+	Subscriptions map[string]map[string]string `json:"subscriptions,omitempty"`
+}
+
+// ReadClientMetrics reads client-metrics.json; a missing file gives an
+// error matching os.ErrNotExist.
+func (l Layout) ReadClientMetrics(fs vfs.FS) (ClientMetrics, error) {
+	var c ClientMetrics
+	err := readJSON(fs, l.ClientMetricsFile(), &c)
+	return c, err
+}
+
+// WriteClientMetrics replaces client-metrics.json.
+func (l Layout) WriteClientMetrics(fs vfs.FS, c ClientMetrics) error {
+	return writeJSON(fs, l.ClientMetricsFile(), c)
+}
 
 func writeJSON(fs vfs.FS, name string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")

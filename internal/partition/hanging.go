@@ -94,7 +94,7 @@ func (p *Partition) AbortHanging(ctx context.Context, nowMs int64, timeout time.
 		if nowMs-o.SinceMs < timeout.Milliseconds() || live(o.ProducerID) {
 			continue
 		}
-		pend, err := p.EnqueueMarker(o.ProducerID, o.Epoch, false, o.Epoch, nowMs)
+		pend, err := p.EnqueueMarker(o.ProducerID, o.Epoch, false, o.Epoch, max(p.pids.coordEpochOf(o.ProducerID), 0), nowMs)
 		if err == nil {
 			_, err = p.Wait(ctx, pend)
 		}

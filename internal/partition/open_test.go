@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,10 +139,10 @@ func TestTransactionIsolation(t *testing.T) {
 	if s, limit, err := p.Read(0, true, 1<<20); err != nil || limit != 2 || s.Len() == 0 {
 		t.Fatalf("read_committed: limit %d, %d bytes, %v; want the records below 2", limit, s.Len(), err)
 	}
-	if pids := p.Producers(); len(pids) != 1 || pids[0].ID != 9 || pids[0].TxnStartOffset != 2 {
-		t.Fatalf("producers %+v; want 9 with its transaction open at 2", pids)
+	if pids := p.Producers(); len(pids) != 1 || pids[0].ID != 9 || pids[0].TxnStartOffset != 2 || pids[0].CoordinatorEpoch != -1 {
+		t.Fatalf("producers %+v; want 9 with its transaction open at 2, no marker", pids)
 	}
-	pend, err := p.EnqueueMarker(9, 0, false, 0, 1)
+	pend, err := p.EnqueueMarker(9, 0, false, 0, 7, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +155,16 @@ func TestTransactionIsolation(t *testing.T) {
 	if ab := p.AbortedIn(0, 6); len(ab) != 1 || ab[0].ProducerID != 9 || ab[0].FirstOffset != 2 {
 		t.Fatalf("aborted transactions %+v; want producer 9 from 2", ab)
 	}
+	if pids := p.Producers(); len(pids) != 1 || pids[0].CoordinatorEpoch != 7 {
+		t.Fatalf("producers %+v after the marker; want coordinator epoch 7", pids)
+	}
+	// The log scan at open finds the marker's coordinator epoch again.
+	want := p.DescribeState()
+	if got, err := p.RescanState(); err != nil || got != want || !strings.Contains(got, "CoordEpoch:7") {
+		t.Fatalf("state rebuilt from the log %q, %v; want %q with CoordEpoch:7", got, err, want)
+	}
 	// A second marker finds no open transaction and writes nothing.
-	pend, err = p.EnqueueMarker(9, 0, false, 0, 1)
+	pend, err = p.EnqueueMarker(9, 0, false, 0, 7, 1)
 	if err == nil {
 		_, err = p.Wait(context.Background(), pend)
 	}

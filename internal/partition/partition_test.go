@@ -48,7 +48,7 @@ func TestProducerTableLastUsed(t *testing.T) {
 	// 1 is further along there.
 	o := newProducerTable()
 	for seq := int32(0); seq < 20; seq++ {
-		o.replay(&hdr(1, 0, seq, 1)[0])
+		o.replay(&hdr(1, 0, seq, 1)[0], 0)
 	}
 	tb.replaceWith(o)
 	if _, _, err := tb.check(hdr(1, 0, 11, 1), 12); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
@@ -58,18 +58,30 @@ func TestProducerTableLastUsed(t *testing.T) {
 
 	// A marker at a higher epoch replaces the entry: the producer's next
 	// batch starts the new epoch, and the table reports it.
-	tb.marker(1, 1)
+	if ce := tb.coordEpochOf(1); ce != -1 {
+		t.Fatalf("coordinator epoch %d before any marker; want -1", ce)
+	}
+	tb.marker(1, 1, 4)
 	accept(tb, hdr(1, 1, 0, 3), 13)
 	if e, s := lastSeqOf(tb, 1); e != 1 || s != 2 {
 		t.Fatalf("after the marker: epoch %d last sequence %d; want 1 and 2", e, s)
 	}
-	accept(tb, hdr(1, 1, 3, 1), 16)
+	// The marker's coordinator epoch outlives a new producer epoch.
+	accept(tb, hdr(1, 3, 0, 1), 16)
+	if ce := tb.coordEpochOf(1); ce != 4 {
+		t.Fatalf("coordinator epoch %d after an epoch bump; want the marker's 4", ce)
+	}
+	tb.marker(1, 3, 5)
+	accept(tb, hdr(1, 3, 1, 1), 17)
 
 	// replay of a newer epoch (recovery) replaces the entry too.
-	tb.replay(&hdr(1, 2, 0, 1)[0])
-	accept(tb, hdr(1, 2, 1, 1), 17)
-	if e, s := lastSeqOf(tb, 1); e != 2 || s != 1 {
-		t.Fatalf("after replay at epoch 2: epoch %d last sequence %d; want 2 and 1", e, s)
+	tb.replay(&hdr(1, 4, 0, 1)[0], 0)
+	accept(tb, hdr(1, 4, 1, 1), 18)
+	if e, s := lastSeqOf(tb, 1); e != 4 || s != 1 {
+		t.Fatalf("after replay at epoch 4: epoch %d last sequence %d; want 4 and 1", e, s)
+	}
+	if ce := tb.coordEpochOf(1); ce != 5 {
+		t.Fatalf("coordinator epoch %d after replay; want 5", ce)
 	}
 }
 

@@ -39,10 +39,15 @@ type seqEntry struct {
 }
 
 type producerState struct {
-	epoch   int16
-	batches [dedupWindow]seqEntry // ring; newest at (head-1) mod dedupWindow
-	head    int
-	n       int
+	epoch int16
+	// marked tells that a transaction marker of the producer was
+	// written; coordEpoch is the coordinator epoch it carried, kept
+	// across epoch bumps as Kafka keeps it (DescribeProducers reports it).
+	marked     bool
+	coordEpoch int32
+	batches    [dedupWindow]seqEntry // ring; newest at (head-1) mod dedupWindow
+	head       int
+	n          int
 }
 
 // newest is the last batch's entry; s.n must be > 0.
@@ -96,9 +101,10 @@ func (t *producerTable) lookupLocked(pid int64) *producerState {
 
 // activeProducer is one producer's state as DescribeProducers reports it.
 type activeProducer struct {
-	pid     int64
-	epoch   int16
-	lastSeq int32
+	pid        int64
+	epoch      int16
+	lastSeq    int32
+	coordEpoch int32 // -1: no marker written
 }
 
 // active lists the producers with state on the partition.
@@ -111,7 +117,11 @@ func (t *producerTable) active() []activeProducer {
 		if s.n > 0 {
 			last = s.newest().last
 		}
-		out = append(out, activeProducer{pid: id, epoch: s.epoch, lastSeq: last})
+		ce := int32(-1)
+		if s.marked {
+			ce = s.coordEpoch
+		}
+		out = append(out, activeProducer{pid: id, epoch: s.epoch, lastSeq: last, coordEpoch: ce})
 	}
 	return out
 }
@@ -147,32 +157,48 @@ func nextSeq(s int32) int32 {
 	return s + 1
 }
 
-// marker records a transaction marker of producer pid at epoch: a
-// higher epoch (the coordinator fenced the producer) starts a new session
-// whose first batch must have sequence 0.
-func (t *producerTable) marker(pid int64, epoch int16) {
+// marker records a transaction marker of producer pid at epoch, written
+// by a coordinator at coordEpoch: a higher epoch (the coordinator fenced
+// the producer) starts a new session whose first batch must have
+// sequence 0.
+func (t *producerTable) marker(pid int64, epoch int16, coordEpoch int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.markerLocked(pid, epoch)
+	t.markerLocked(pid, epoch, coordEpoch)
 }
 
-func (t *producerTable) markerLocked(pid int64, epoch int16) {
+func (t *producerTable) markerLocked(pid int64, epoch int16, coordEpoch int32) {
 	t.maxPID = max(t.maxPID, pid)
-	if s := t.m[pid]; s == nil || epoch > s.epoch {
-		t.m[pid] = &producerState{epoch: epoch}
+	s := t.m[pid]
+	if s == nil || epoch > s.epoch {
+		s = &producerState{epoch: epoch}
+		t.m[pid] = s
 		t.last = nil
 	}
+	s.marked, s.coordEpoch = true, coordEpoch
 }
 
-// replay records a batch read back from the log, without checks.
-func (t *producerTable) replay(h *batch.Header) {
+// coordEpochOf is the coordinator epoch of pid's last marker, -1 when
+// none was written.
+func (t *producerTable) coordEpochOf(pid int64) int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.m[pid]; s != nil && s.marked {
+		return s.coordEpoch
+	}
+	return -1
+}
+
+// replay records a batch read back from the log, without checks;
+// coordEpoch is a control batch's coordinator epoch.
+func (t *producerTable) replay(h *batch.Header, coordEpoch int32) {
 	if !h.Idempotent() {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h.Control() {
-		t.markerLocked(h.ProducerID, h.ProducerEpoch)
+		t.markerLocked(h.ProducerID, h.ProducerEpoch, coordEpoch)
 		return
 	}
 	t.maxPID = max(t.maxPID, h.ProducerID)
@@ -181,7 +207,11 @@ func (t *producerTable) replay(h *batch.Header) {
 		if s != nil && h.ProducerEpoch < s.epoch {
 			return
 		}
-		s = &producerState{epoch: h.ProducerEpoch}
+		ns := &producerState{epoch: h.ProducerEpoch}
+		if s != nil {
+			ns.marked, ns.coordEpoch = s.marked, s.coordEpoch
+		}
+		s = ns
 		t.m[h.ProducerID] = s
 		t.last = nil
 	}
@@ -232,7 +262,7 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 				}
 				return 0, false, errCode(kerr.OutOfOrderSequenceNumber, "producer %d epoch %d: a new epoch must start at sequence 0, got %d", h.ProducerID, h.ProducerEpoch, first)
 			}
-			sc.st, sc.has = producerState{epoch: h.ProducerEpoch}, true
+			sc.st, sc.has = producerState{epoch: h.ProducerEpoch, marked: sc.st.marked, coordEpoch: sc.st.coordEpoch}, true
 		case h.ProducerEpoch < sc.st.epoch:
 			return 0, false, errCode(kerr.InvalidProducerEpoch, "producer %d: epoch %d is older than the current epoch %d", h.ProducerID, h.ProducerEpoch, sc.st.epoch)
 		default:

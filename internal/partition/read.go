@@ -42,6 +42,9 @@ type Producer struct {
 	// TxnStartOffset is the first offset of its open transaction, -1
 	// when none is open.
 	TxnStartOffset int64
+	// CoordinatorEpoch is the coordinator epoch of its last transaction
+	// marker, -1 when none was written.
+	CoordinatorEpoch int32
 }
 
 // Producers lists the producers with state on the partition.
@@ -49,7 +52,7 @@ func (p *Partition) Producers() []Producer {
 	act := p.pids.active()
 	out := make([]Producer, len(act))
 	for i, a := range act {
-		out[i] = Producer{ID: a.pid, Epoch: a.epoch, LastSequence: a.lastSeq, TxnStartOffset: p.txns.openFirst(a.pid)}
+		out[i] = Producer{ID: a.pid, Epoch: a.epoch, LastSequence: a.lastSeq, TxnStartOffset: p.txns.openFirst(a.pid), CoordinatorEpoch: a.coordEpoch}
 	}
 	return out
 }

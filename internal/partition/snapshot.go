@@ -92,6 +92,10 @@ type snapshotProducer struct {
 	PID     int64      `json:"pid"`
 	Epoch   int16      `json:"epoch"`
 	Batches [][3]int64 `json:"batches"` // first sequence, last sequence, base offset; oldest first
+	// Marked tells that a marker of the producer was written (false in
+	// older snapshots); CoordEpoch is the coordinator epoch it carried.
+	Marked     bool  `json:"marked,omitempty"`
+	CoordEpoch int32 `json:"coord_epoch,omitempty"`
 }
 
 type snapshotOpen struct {
@@ -138,6 +142,7 @@ func (p *Partition) snapshotAt(next int64) *producerSnapshot {
 	s.MaxPID = p.pids.maxPID
 	for id, st := range p.pids.m {
 		sp := snapshotProducer{PID: id, Epoch: st.epoch}
+		sp.Marked, sp.CoordEpoch = st.marked, st.coordEpoch
 		for i := st.n - 1; i >= 0; i-- {
 			e := st.batches[(st.head+dedupWindow-1-i)%dedupWindow]
 			sp.Batches = append(sp.Batches, [3]int64{int64(e.first), int64(e.last), e.base})
@@ -174,6 +179,7 @@ func (s *producerSnapshot) restore(pids *producerTable, txns *txnIndex) {
 	pids.maxPID = s.MaxPID
 	for _, sp := range s.Producers {
 		st := &producerState{epoch: sp.Epoch}
+		st.marked, st.coordEpoch = sp.Marked, sp.CoordEpoch
 		for _, b := range sp.Batches {
 			st.push(seqEntry{first: int32(b[0]), last: int32(b[1]), base: b[2]})
 		}
@@ -492,15 +498,15 @@ func rebuildState(l *storage.Log, from int64, pids *producerTable, txns *txnInde
 		if h.BaseOffset < from {
 			return nil // covered by the snapshot
 		}
-		pids.replay(&h)
-		commit := false
+		var m batch.Marker
 		if h.Control() && h.Transactional() {
 			var err error
-			if commit, err = readMarker(l, &h); err != nil {
+			if m, err = readMarker(l, &h); err != nil {
 				return err
 			}
 		}
-		txns.replay(&h, commit)
+		pids.replay(&h, m.CoordinatorEpoch)
+		txns.replay(&h, m.Type == batch.ControlCommit)
 		return nil
 	})
 }

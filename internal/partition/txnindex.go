@@ -147,33 +147,32 @@ func (x *txnIndex) replay(h *batch.Header, commit bool) {
 
 // encodeMarker returns a transaction marker batch (base offset 0) for
 // producer pid at epoch: COMMIT or ABORT.
-func encodeMarker(pid int64, epoch int16, commit bool, ts int64) []byte {
+func encodeMarker(pid int64, epoch int16, commit bool, coordEpoch int32, ts int64) []byte {
 	t := batch.ControlAbort
 	if commit {
 		t = batch.ControlCommit
 	}
-	return batch.AppendMarker(nil, 0, 0, batch.Marker{Type: t, ProducerID: pid, ProducerEpoch: epoch, Timestamp: ts})
+	return batch.AppendMarker(nil, 0, 0, batch.Marker{Type: t, ProducerID: pid, ProducerEpoch: epoch, CoordinatorEpoch: coordEpoch, Timestamp: ts})
 }
 
-// readMarker reads the control batch of header h from l and reports
-// whether it is a COMMIT marker.
-func readMarker(l *storage.Log, h *batch.Header) (bool, error) {
+// readMarker reads the control batch of header h from l.
+func readMarker(l *storage.Log, h *batch.Header) (batch.Marker, error) {
 	s, err := l.Read(h.BaseOffset, h.BaseOffset+1, h.Size())
 	if err != nil {
-		return false, err
+		return batch.Marker{}, err
 	}
 	raw, err := s.Bytes()
 	if err != nil {
-		return false, err
+		return batch.Marker{}, err
 	}
 	if len(raw) < h.Size() {
-		return false, fmt.Errorf("control batch at offset %d cut short", h.BaseOffset)
+		return batch.Marker{}, fmt.Errorf("control batch at offset %d cut short", h.BaseOffset)
 	}
 	m, err := batch.ParseMarker(h, raw[:h.Size()])
 	if err != nil {
-		return false, fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
+		return batch.Marker{}, fmt.Errorf("control batch at offset %d: %w", h.BaseOffset, err)
 	}
-	return m.Type == batch.ControlCommit, nil
+	return m, nil
 }
 
 // errMarkerFound stops a header scan that found what it looked for.
@@ -194,11 +193,11 @@ func (p *Partition) CommittedSince(pid int64, from int64) (int16, bool, error) {
 		if h.BaseOffset < from || h.ProducerID != pid || !h.Control() || !h.Transactional() {
 			return nil
 		}
-		commit, err := readMarker(p.log, &h)
+		m, err := readMarker(p.log, &h)
 		if err != nil {
 			return err
 		}
-		if commit {
+		if m.Type == batch.ControlCommit {
 			found, epoch = true, h.ProducerEpoch
 			return errMarkerFound
 		}
@@ -252,8 +251,8 @@ func (t *producerTable) epochOf(pid int64) (int16, bool) {
 // (a newer transaction's, written after an EndTxn v5 bumped the epoch,
 // met by recovery finishing the older one); otherwise the transaction is
 // closed and the producer's epoch raised to the marker's.
-func (p *Partition) EnqueueMarker(pid int64, epoch int16, commit bool, batchEpoch int16, ts int64) (acceptor.Pending, error) {
-	m := encodeMarker(pid, epoch, commit, ts)
+func (p *Partition) EnqueueMarker(pid int64, epoch int16, commit bool, batchEpoch int16, coordEpoch int32, ts int64) (acceptor.Pending, error) {
+	m := encodeMarker(pid, epoch, commit, coordEpoch, ts)
 	req := &acceptor.Request{Batches: m, Records: 1, Durable: true}
 	req.Check = func(base int64) (int64, bool, error) {
 		if cur, ok := p.pids.epochOf(pid); ok && cur > batchEpoch && p.txns.openFirst(pid) >= 0 {
@@ -262,7 +261,7 @@ func (p *Partition) EnqueueMarker(pid int64, epoch int16, commit bool, batchEpoc
 		if !p.txns.end(pid, commit, base) {
 			return -1, true, nil
 		}
-		p.pids.marker(pid, epoch)
+		p.pids.marker(pid, epoch, coordEpoch)
 		return 0, false, nil
 	}
 	pend, err := p.acc.Enqueue(context.Background(), req)

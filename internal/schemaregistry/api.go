@@ -88,6 +88,8 @@ func (reg *Registry) serveOne(w http.ResponseWriter, r *http.Request, fn handler
 			return writeErr(w, err)
 		}
 		r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
+	} else if user := certUser(r); user != "" {
+		r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	v, err := fn(w, r)

@@ -23,6 +23,11 @@ import (
 // loginCacheFor under a keyed hash of user and password, so that a
 // client's every request does not pay the SCRAM key derivation.
 //
+// Without SASL, a client certificate verified against the broker's
+// client CA (--tls-client-ca, which then requires one, as on the broker's
+// SSL listeners) names the user: its subject's common name, as the
+// broker's SSL principal User:CN.
+//
 // Access: with the broker's authorization on, each request is checked
 // against the broker's ACLs for the logged-in user (User:ANONYMOUS
 // without SASL) and the client's address. A subject is the ACL
@@ -119,6 +124,19 @@ func (l *basicLogin) authenticate(r *http.Request) (string, error) {
 	l.ok[k] = loginSuccess{user: user, expires: now.Add(loginCacheFor)}
 	l.mu.Unlock()
 	return user, nil
+}
+
+// certUser is the user a verified client certificate names ("" when
+// none was verified).
+func certUser(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
+		return ""
+	}
+	sub := r.TLS.PeerCertificates[0].Subject
+	if sub.CommonName != "" {
+		return sub.CommonName
+	}
+	return sub.String()
 }
 
 func clientHost(r *http.Request) string {

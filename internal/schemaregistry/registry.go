@@ -65,6 +65,8 @@ type Registry struct {
 	mu sync.RWMutex // guards st
 	st *state
 
+	decoders decodeCache // parsed schemas for Decode
+
 	srvMu   sync.Mutex // guards servers and closed
 	servers []*http.Server
 	closed  bool

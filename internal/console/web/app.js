@@ -13,6 +13,7 @@ const pages = [
   { feature: "producers", title: "Producers", href: "#/producers" },
   { feature: "transactions", title: "Transactions", href: "#/transactions" },
   { feature: "acls", title: "Users & ACLs", href: "#/acls" },
+  { feature: "schemas", title: "Schemas", href: "#/schemas" },
 ];
 
 const routes = [
@@ -21,6 +22,8 @@ const routes = [
   [/^#\/topics\/([^/]+)$/, topicPage],
   [/^#\/groups$/, groupsPage],
   [/^#\/groups\/([^/]+)$/, groupPage],
+  [/^#\/schemas$/, schemasPage],
+  [/^#\/schemas\/([^/]+)$/, subjectPage],
 ];
 
 let cluster = null; // last /api/v1/cluster answer
@@ -321,8 +324,8 @@ function browser(t) {
     const n = page.records.length;
     info.textContent = n ? "offsets " + page.records[0].offset + "–" + page.records[n - 1].offset + " of [" + page.start_offset + ", " + page.high_watermark + ")" : "no records from offset " + page.from + " (log holds [" + page.start_offset + ", " + page.high_watermark + "))";
     out.replaceChildren(table(["#Offset", "Timestamp", "Key", "Value", "Headers"], page.records.map((r) => el("tr", { "data-offset": r.offset },
-      num(r.offset), new Date(r.timestamp).toISOString(), el("td", {}, show(r.key, r.key_size, format.value)),
-      el("td", {}, show(r.value, r.value_size, format.value)),
+      num(r.offset), new Date(r.timestamp).toISOString(), el("td", {}, showDecoded(r.key_decoded, format.value) || show(r.key, r.key_size, format.value)),
+      el("td", {}, showDecoded(r.value_decoded, format.value) || show(r.value, r.value_size, format.value)),
       el("td", {}, r.headers.map((h) => el("span", { class: "tag" }, h.key + "=" + text(b64(h.value))))))), { id: "mb-table" }));
   };
   const prev = el("button", { id: "mb-prev", onclick: () => page && load({ offset: Math.max(page.start_offset, page.from - Number(limit.value)) }).catch(showError) }, "◀ Older");
@@ -358,6 +361,66 @@ function show(s, size, format) {
     body = text(a);
   }
   return [el("pre", { class: "val" }, body), size > a.length ? el("span", { class: "muted" }, "(first " + bytes(a.length) + " of " + bytes(size) + ")") : null];
+}
+
+// ---- schema registry (shown when the broker serves one) ----
+
+// registry calls the schema registry's REST API through the console.
+function registry(path) { return api("registry/" + path); }
+
+// showDecoded renders a key or value decoded with its registered schema
+// (null when there is none, or when hex is asked for).
+function showDecoded(d, format) {
+  if (!d || format === "hex") return null;
+  const what = "schema " + d.schema_id + " · " + d.schema_type + (d.message ? " " + d.message : "");
+  const tag = el("a", { class: "tag", href: "#/schemas", title: "decoded with the registered schema" }, what);
+  if (d.error) return [tag, el("span", { class: "err" }, " " + d.error)];
+  const body = format === "json" ? JSON.stringify(d.json, null, 2) : JSON.stringify(d.json);
+  return [tag, el("pre", { class: "val decoded" }, body)];
+}
+
+async function schemasPage(main) {
+  const holder = el("div", { id: "subjects-table" });
+  main.append(el("h1", {}, "Schemas"),
+    el("p", { class: "help" }, "The schema registry's subjects (a subject is usually a topic's key or value), their latest version and compatibility level. Records written with a registered schema are decoded in the message browser."),
+    holder);
+  const global = await registry("config").catch(() => null);
+  const subjects = (await registry("subjects")).slice(0, 200);
+  const rows = await Promise.all(subjects.map(async (s) => {
+    const v = await registry("subjects/" + encodeURIComponent(s) + "/versions/latest");
+    const c = await registry("config/" + encodeURIComponent(s) + "?defaultToGlobal=true").catch(() => null);
+    return row(el("a", { href: "#/schemas/" + encodeURIComponent(s) }, s), v.schemaType || "AVRO", num(v.version), num(v.id),
+      c ? c.compatibilityLevel : "–");
+  }));
+  fill(holder, global ? el("p", { class: "muted", id: "global-compat" }, "Global compatibility level: " + global.compatibilityLevel) : null,
+    table(["Subject", "Type", "#Latest version", "#Schema id", "Compatibility"], rows));
+}
+
+async function subjectPage(main, name) {
+  name = decodeURIComponent(name);
+  const subj = encodeURIComponent(name);
+  const versions = await registry("subjects/" + subj + "/versions");
+  const c = await registry("config/" + subj + "?defaultToGlobal=true").catch(() => null);
+  const pick = el("select", { id: "schema-version", "aria-label": "Version" },
+    versions.map((v) => el("option", { value: v, selected: v === versions[versions.length - 1] }, "version " + v)));
+  const cards = el("div", { class: "cards", id: "schema-cards" });
+  const text = el("pre", { class: "val", id: "schema-text" });
+  const refs = el("div", { id: "schema-refs" });
+  main.append(el("h1", {}, "Subject ", el("span", { id: "subject-name" }, name)),
+    el("div", { class: "toolbar" }, pick), cards, el("h2", {}, "Schema"), text, refs);
+  const load = async () => {
+    const v = await registry("subjects/" + subj + "/versions/" + pick.value);
+    const type = v.schemaType || "AVRO";
+    cards.replaceChildren(card("Version", v.version), card("Schema id", v.id), card("Type", type),
+      card("Versions", versions.length), card("Compatibility", c ? c.compatibilityLevel : "–"));
+    let body = v.schema;
+    if (type !== "PROTOBUF") { try { body = JSON.stringify(JSON.parse(v.schema), null, 2); } catch (e) { body = v.schema; } }
+    text.textContent = body;
+    fill(refs, (v.references || []).length ? [el("h2", {}, "References"), table(["Name", "Subject", "#Version"],
+      v.references.map((r) => row(r.name, el("a", { href: "#/schemas/" + encodeURIComponent(r.subject) }, r.subject), num(r.version))))] : null);
+  };
+  pick.addEventListener("change", () => load().catch(showError));
+  await load();
 }
 
 async function groupsPage(main) {
