@@ -21,8 +21,8 @@ package broker
 //     (v1+) lists every level a value could come from, highest
 //     precedence first. IncludeDocumentation (v3+) gives a one-line
 //     description. Config types (v3+) are given.
-//   - Other resource types (broker loggers, client metrics) get
-//     INVALID_REQUEST.
+//   - Group resources (type 32): the group configs (groupconfig.go).
+//   - Other resource types (client metrics) get INVALID_REQUEST.
 
 import (
 	"slices"
@@ -71,9 +71,15 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 			}
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			r.describeLoggers(&d, &sr)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if !r.allowed(opDescribeConfigs, resGroup, rr.ResourceName) {
+				sr.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				break
+			}
+			sr.Configs = d.group(r.b, rr.ResourceName)
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "only topic, broker and broker logger configs can be described"
+			msg := "only topic, broker, broker logger and group configs can be described"
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)

@@ -7,9 +7,9 @@ package broker
 //   - v0 lists CLIENT_METRICS resources, v1 the resources of the types
 //     asked for (all the types below when none is asked): TOPIC (each
 //     topic, __consumer_offsets included), BROKER and BROKER_LOGGER (this
-//     broker, "0"), CLIENT_METRICS and GROUP (none: Sluice has no client
-//     metrics subscriptions and no group configs). Another type gets
-//     INVALID_REQUEST.
+//     broker, "0"), GROUP (each group with configs set) and
+//     CLIENT_METRICS (none: Sluice has no client metrics subscriptions).
+//     Another type gets INVALID_REQUEST.
 //   - Needs DESCRIBE_CONFIGS on the cluster (else
 //     CLUSTER_AUTHORIZATION_FAILED).
 
@@ -59,6 +59,10 @@ func handleListConfigResources(r *request) (kmsg.Response, error) {
 			}
 		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
 			add("0", rt)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			for _, g := range r.b.sortedGroupConfigResources() {
+				add(g, rt)
+			}
 		}
 	}
 	return resp, nil

@@ -47,6 +47,14 @@ func (s ConsumerGroupSettings) groupsConfig() groups.ConsumerConfig {
 	}
 }
 
+// consumerGroupsConfig is the coordinator's consumer-group settings,
+// with each group's own timeouts from its group configs.
+func (b *Broker) consumerGroupsConfig() groups.ConsumerConfig {
+	c := b.cfg.consumerGroups.groupsConfig()
+	c.GroupTimeouts = b.groupTimeouts
+	return c
+}
+
 // groupTopics is every topic with its id and partition count,
 // __consumer_offsets included (a broker-resolved regex matches the
 // internal topics Metadata lists, as in Kafka).

@@ -24,6 +24,9 @@ func (b *Broker) load() error {
 	if err := b.loadDynamic(); err != nil {
 		return err
 	}
+	if err := b.loadGroupConfigs(); err != nil {
+		return err
+	}
 	if err := b.fs.RemoveAll(b.layout.DeletedDir()); err != nil {
 		return fmt.Errorf("broker: remove deleted topics: %w", err)
 	}

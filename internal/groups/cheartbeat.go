@@ -197,7 +197,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(_ context.Context, cl Client, req *
 	}
 	r.MemberID = &out.ID
 	r.MemberEpoch = out.Epoch
-	r.HeartbeatIntervalMillis = int32(c.cfg.Consumer.HeartbeatInterval.Milliseconds())
+	r.HeartbeatIntervalMillis = int32(c.heartbeatInterval(g.id).Milliseconds())
 	if hb.sendAssignment {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		for _, tn := range out.Assigned.topics() {
@@ -717,9 +717,10 @@ func (c *Coordinator) touchMemberLocked(g *group, id string) {
 		ct = &ctimer{}
 		g.ctimers[id] = ct
 	}
-	ct.deadline = c.now().Add(c.cfg.Consumer.SessionTimeout)
+	session := c.sessionTimeout(g.id)
+	ct.deadline = c.now().Add(session)
 	if ct.session == nil {
-		ct.session = c.after(c.cfg.Consumer.SessionTimeout, func() { c.consumerTimeout(g, id, false) })
+		ct.session = c.after(session, func() { c.consumerTimeout(g, id, false) })
 	}
 }
 
@@ -732,8 +733,9 @@ func (c *Coordinator) revokeTimerLocked(g *group, id string) {
 	}
 	ct := g.ctimers[id]
 	if ct == nil {
-		ct = &ctimer{deadline: c.now().Add(c.cfg.Consumer.SessionTimeout)}
-		ct.session = c.after(c.cfg.Consumer.SessionTimeout, func() { c.consumerTimeout(g, id, false) })
+		session := c.sessionTimeout(g.id)
+		ct = &ctimer{deadline: c.now().Add(session)}
+		ct.session = c.after(session, func() { c.consumerTimeout(g, id, false) })
 		g.ctimers[id] = ct
 	}
 	if m.State != mUnrevoked {

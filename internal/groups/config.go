@@ -110,6 +110,34 @@ type ConsumerConfig struct {
 	// MaxSize bounds a consumer group's members
 	// (group.consumer.max.size); default unbounded.
 	MaxSize int
+	// GroupTimeouts, if set, returns a group's own session timeout and
+	// heartbeat interval (the group configs consumer.session.timeout.ms
+	// and consumer.heartbeat.interval.ms); a zero value takes
+	// SessionTimeout or HeartbeatInterval. It is called with a group's
+	// lock held, so it must not call into the Coordinator.
+	GroupTimeouts func(group string) (session, heartbeat time.Duration)
+}
+
+// sessionTimeout is the session timeout of group's consumer-protocol
+// members: its group config, else the broker's.
+func (c *Coordinator) sessionTimeout(group string) time.Duration {
+	if f := c.cfg.Consumer.GroupTimeouts; f != nil {
+		if s, _ := f(group); s > 0 {
+			return s
+		}
+	}
+	return c.cfg.Consumer.SessionTimeout
+}
+
+// heartbeatInterval is the heartbeat interval the coordinator gives
+// group's consumer-protocol members: its group config, else the broker's.
+func (c *Coordinator) heartbeatInterval(group string) time.Duration {
+	if f := c.cfg.Consumer.GroupTimeouts; f != nil {
+		if _, h := f(group); h > 0 {
+			return h
+		}
+	}
+	return c.cfg.Consumer.HeartbeatInterval
 }
 
 // TopicInfo is what consumer groups need of a topic.
@@ -223,4 +251,11 @@ func (c Config) consumerDefaults() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// Resolved returns c with its defaults filled in, or the error Open
+// gives for it.
+func (c ConsumerConfig) Resolved() (ConsumerConfig, error) {
+	cfg, err := Config{Consumer: c}.consumerDefaults()
+	return cfg.Consumer, err
 }
