@@ -234,20 +234,20 @@ func (c Config) consumerDefaults() (Config, error) {
 	def(&c.Consumer.HeartbeatInterval, DefaultConsumerHeartbeatInterval)
 	switch {
 	case c.Consumer.SessionTimeout < c.Consumer.MinSessionTimeout || c.Consumer.SessionTimeout > c.Consumer.MaxSessionTimeout:
-		return c, fmt.Errorf("groups: ConsumerSessionTimeout %v is outside [%v, %v]", c.Consumer.SessionTimeout, c.Consumer.MinSessionTimeout, c.Consumer.MaxSessionTimeout)
+		return c, fmt.Errorf("groups: group.consumer.session.timeout.ms %v is outside [%v, %v] (group.consumer.min/max.session.timeout.ms)", c.Consumer.SessionTimeout, c.Consumer.MinSessionTimeout, c.Consumer.MaxSessionTimeout)
 	case c.Consumer.HeartbeatInterval < c.Consumer.MinHeartbeatInterval || c.Consumer.HeartbeatInterval > c.Consumer.MaxHeartbeatInterval:
-		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v is outside [%v, %v]", c.Consumer.HeartbeatInterval, c.Consumer.MinHeartbeatInterval, c.Consumer.MaxHeartbeatInterval)
+		return c, fmt.Errorf("groups: group.consumer.heartbeat.interval.ms %v is outside [%v, %v] (group.consumer.min/max.heartbeat.interval.ms)", c.Consumer.HeartbeatInterval, c.Consumer.MinHeartbeatInterval, c.Consumer.MaxHeartbeatInterval)
 	case c.Consumer.HeartbeatInterval >= c.Consumer.SessionTimeout:
-		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v must be shorter than ConsumerSessionTimeout %v", c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout)
+		return c, fmt.Errorf("groups: group.consumer.heartbeat.interval.ms %v must be shorter than group.consumer.session.timeout.ms %v", c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout)
 	case c.Consumer.MaxSize < 0:
-		return c, fmt.Errorf("groups: ConsumerMaxSize %d is negative", c.Consumer.MaxSize)
+		return c, fmt.Errorf("groups: group.consumer.max.size %d is negative", c.Consumer.MaxSize)
 	}
 	if len(c.Consumer.Assignors) == 0 {
 		c.Consumer.Assignors = []string{AssignorUniform, AssignorRange}
 	}
 	for _, a := range c.Consumer.Assignors {
 		if a != AssignorUniform && a != AssignorRange {
-			return c, fmt.Errorf("groups: unknown consumer group assignor %q (known: uniform, range)", a)
+			return c, fmt.Errorf("groups: group.consumer.assignors: unknown assignor %q (known: uniform, range)", a)
 		}
 	}
 	return c, nil
