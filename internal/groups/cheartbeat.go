@@ -244,6 +244,7 @@ func (c *Coordinator) installLocked(g *group, t *cgTxn, convertedClassic bool) {
 	}
 	if t.old != nil && t.n.Epoch != t.old.Epoch {
 		c.metrics.rebalances.Inc()
+		g.rebalances++
 	}
 	g.cg, g.cgRecorded = t.n, true
 	g.protocolType = "consumer"

@@ -355,6 +355,7 @@ func (c *Coordinator) prepareRebalanceLocked(g *group) {
 		})
 	}
 	c.metrics.rebalances.Inc()
+	g.rebalances++
 	c.maybeCompleteJoinLocked(g)
 }
 
