@@ -36,6 +36,10 @@ type ConsumerGroupSettings struct {
 	Assignors []string
 	// MaxSize: group.consumer.max.size (unbounded).
 	MaxSize int
+	// MigrationPolicy: group.consumer.migration.policy, whether groups
+	// with members convert between the classic and the consumer protocol:
+	// "bidirectional" (the default), "upgrade", "downgrade" or "disabled".
+	MigrationPolicy string
 }
 
 // ConsumerGroups sets the consumer-group settings; Start rejects values
@@ -56,7 +60,7 @@ func (s ConsumerGroupSettings) groupsConfig() groups.ConsumerConfig {
 	return groups.ConsumerConfig{
 		SessionTimeout: s.SessionTimeout, MinSessionTimeout: s.MinSessionTimeout, MaxSessionTimeout: s.MaxSessionTimeout,
 		HeartbeatInterval: s.HeartbeatInterval, MinHeartbeatInterval: s.MinHeartbeatInterval, MaxHeartbeatInterval: s.MaxHeartbeatInterval,
-		Assignors: s.Assignors, MaxSize: s.MaxSize,
+		Assignors: s.Assignors, MaxSize: s.MaxSize, MigrationPolicy: s.MigrationPolicy,
 	}
 }
 
@@ -90,6 +94,7 @@ func (b *Broker) consumerStaticConfigs() map[string]staticConfig {
 		"group.consumer.max.heartbeat.interval.ms": ms(r.MaxHeartbeatInterval, c.MaxHeartbeatInterval),
 		"group.consumer.assignors":                 {value: strings.Join(r.Assignors, ","), set: len(c.Assignors) > 0, typ: kmsg.ConfigTypeList},
 		"group.consumer.max.size":                  {value: size, set: c.MaxSize > 0, typ: kmsg.ConfigTypeInt},
+		"group.consumer.migration.policy":          {value: r.MigrationPolicy, set: c.MigrationPolicy != "", typ: kmsg.ConfigTypeString},
 	}
 }
 

@@ -16,6 +16,7 @@ type serveGroups struct {
 	heartbeat, minHB, maxHB         time.Duration
 	assignors                       []string
 	maxSize                         int
+	migration                       string
 }
 
 // Kafka's defaults, shown in --help; a flag left at its default is not
@@ -24,6 +25,7 @@ var defaultServeGroups = serveGroups{
 	session: 45 * time.Second, minSession: 45 * time.Second, maxSession: 60 * time.Second,
 	heartbeat: 5 * time.Second, minHB: 5 * time.Second, maxHB: 15 * time.Second,
 	assignors: []string{"uniform", "range"},
+	migration: "bidirectional",
 }
 
 func groupFlags(fs *pflag.FlagSet) *serveGroups {
@@ -37,6 +39,7 @@ func groupFlags(fs *pflag.FlagSet) *serveGroups {
 	fs.DurationVar(&g.maxHB, "group-consumer-max-heartbeat-interval", d.maxHB, "largest heartbeat interval a consumer group may set (group.consumer.max.heartbeat.interval.ms)")
 	fs.StringSliceVar(&g.assignors, "group-consumer-assignors", d.assignors, "server-side assignors consumer groups may ask for, the first the default (group.consumer.assignors): uniform, range")
 	fs.IntVar(&g.maxSize, "group-consumer-max-size", 0, "most members of one consumer group (group.consumer.max.size); 0: unbounded")
+	fs.StringVar(&g.migration, "group-consumer-migration-policy", d.migration, "whether groups with members convert between the classic and the consumer protocol (group.consumer.migration.policy): bidirectional, upgrade, downgrade or disabled")
 	return g
 }
 
@@ -59,6 +62,9 @@ func (g *serveGroups) opt() (broker.Opt, error) {
 		MinHeartbeatInterval: pick(g.minHB, d.minHB),
 		MaxHeartbeatInterval: pick(g.maxHB, d.maxHB),
 		MaxSize:              g.maxSize,
+	}
+	if g.migration != d.migration {
+		s.MigrationPolicy = g.migration
 	}
 	if !slices.Equal(g.assignors, d.assignors) {
 		s.Assignors = g.assignors

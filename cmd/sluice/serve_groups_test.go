@@ -58,10 +58,11 @@ func TestServeConsumerGroupFlags(t *testing.T) {
 // are a usage error naming the config.
 func TestServeRejectsBadConsumerGroupFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"serve --group-consumer-heartbeat-interval 20s": "group.consumer.heartbeat.interval.ms 20s is outside [5s, 15s]",
-		"serve --group-consumer-session-timeout 5s":     "group.consumer.session.timeout.ms 5s is outside [45s, 1m0s]",
-		"serve --group-consumer-assignors sticky":       `unknown assignor "sticky"`,
-		"serve --group-consumer-max-size -1":            "group.consumer.max.size -1 is negative",
+		"serve --group-consumer-heartbeat-interval 20s":    "group.consumer.heartbeat.interval.ms 20s is outside [5s, 15s]",
+		"serve --group-consumer-session-timeout 5s":        "group.consumer.session.timeout.ms 5s is outside [45s, 1m0s]",
+		"serve --group-consumer-assignors sticky":          `unknown assignor "sticky"`,
+		"serve --group-consumer-max-size -1":               "group.consumer.max.size -1 is negative",
+		"serve --group-consumer-migration-policy sideways": `group.consumer.migration.policy "sideways": want bidirectional, upgrade, downgrade or disabled`,
 		"serve --group-consumer-min-session-timeout 10s --group-consumer-session-timeout 10s --group-consumer-heartbeat-interval 10s": "must be shorter than group.consumer.session.timeout.ms",
 	} {
 		cmd := sluiceCmd(strings.Fields(args)...)

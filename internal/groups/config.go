@@ -116,6 +116,11 @@ type ConsumerConfig struct {
 	// SessionTimeout or HeartbeatInterval. It is called with a group's
 	// lock held, so it must not call into the Coordinator.
 	GroupTimeouts func(group string) (session, heartbeat time.Duration)
+	// MigrationPolicy says whether groups convert between the classic and
+	// the consumer protocol while they have members
+	// (group.consumer.migration.policy): MigrationBidirectional (the
+	// default), MigrationUpgrade, MigrationDowngrade or MigrationDisabled.
+	MigrationPolicy string
 }
 
 // sessionTimeout is the session timeout of group's consumer-protocol
@@ -241,6 +246,13 @@ func (c Config) consumerDefaults() (Config, error) {
 		return c, fmt.Errorf("groups: group.consumer.heartbeat.interval.ms %v must be shorter than group.consumer.session.timeout.ms %v", c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout)
 	case c.Consumer.MaxSize < 0:
 		return c, fmt.Errorf("groups: group.consumer.max.size %d is negative", c.Consumer.MaxSize)
+	}
+	switch c.Consumer.MigrationPolicy {
+	case "":
+		c.Consumer.MigrationPolicy = MigrationBidirectional
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+	default:
+		return c, fmt.Errorf("groups: group.consumer.migration.policy %q: want bidirectional, upgrade, downgrade or disabled", c.Consumer.MigrationPolicy)
 	}
 	if len(c.Consumer.Assignors) == 0 {
 		c.Consumer.Assignors = []string{AssignorUniform, AssignorRange}
