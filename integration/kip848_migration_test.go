@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"regexp"
 	"testing"
 	"time"
 
@@ -138,6 +139,15 @@ func TestKIP848OnlineMigration(t *testing.T) {
 		})
 		if d.ErrorCode != 0 {
 			t.Fatalf("upgrade step %d: describe error %d", i, d.ErrorCode)
+		}
+		if i == 0 {
+			// sluice group describe names each member's protocol.
+			out := runDocCommands(t, n, "go run ./cmd/sluice group describe "+group+" -b 127.0.0.1:9092")
+			for _, re := range []string{`(?m)^TYPE +consumer$`, `(?m)^\S+ +- +classic +\d+ `, `(?m)^\S+ +- +consumer +\d+ `} {
+				if !regexp.MustCompile(re).MatchString(out) {
+					t.Errorf("group describe of the mixed group does not match %s:\n%s", re, out)
+				}
+			}
 		}
 		step("upgrade step")
 	}

@@ -1,0 +1,192 @@
+package groups
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// classicMember joins group as a one-member classic group with consumer
+// protocol metadata subscribing to topics, and syncs with all of part
+// 0..n-1 of the first topic; it returns the member id and generation.
+func classicMember(t *testing.T, h *harness, group string, parts int32, topics ...string) (string, int32) {
+	t.Helper()
+	md := kmsg.ConsumerMemberMetadata{Topics: topics}
+	o := joinOpt{meta: md.AppendTo(nil)}
+	id, j := h.newMember(group, o)
+	r := j.get()
+	if r == nil || r.ErrorCode != 0 {
+		t.Fatalf("classic join: %+v", r)
+	}
+	a := assignment{}
+	for p := range parts {
+		a.add(topics[0], p)
+	}
+	if s := h.sync(group, id, r.Generation, map[string]string{id: string(encodeAssignment(a))}).get(); s == nil || s.ErrorCode != 0 {
+		t.Fatalf("classic sync: %+v", s)
+	}
+	return id, r.Generation
+}
+
+// TestMigrationPolicy: a classic group upgrades only when the policy
+// allows it, keeping its members' assignments at their generation; a
+// group whose last consumer-protocol member leaves downgrades only when
+// the policy allows it.
+func TestMigrationPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy            string
+		upgrade, downgrde bool
+	}{
+		{MigrationBidirectional, true, true},
+		{MigrationUpgrade, true, false},
+		{MigrationDowngrade, false, false},
+		{MigrationDisabled, false, false},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			ts := &topicSet{}
+			ts.set("t", 4)
+			h := newHarness(t, func(c *Config) {
+				consumerCfg(ts)(c)
+				c.Consumer.MigrationPolicy = tc.policy
+			})
+			old, gen := classicMember(t, h, "g", 4, "t")
+			a := newCmem(t, h.c, ts, "g", "a", "t")
+			code := a.send(a.req(0))
+			if !tc.upgrade {
+				if code != errGroupIDNotFound {
+					t.Fatalf("consumer join with policy %s: code %d, want GROUP_ID_NOT_FOUND", tc.policy, code)
+				}
+				if h.state("g") != "Stable" {
+					t.Fatalf("classic group after a refused upgrade: %s", h.state("g"))
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("consumer join: code %d", code)
+			}
+			// The classic member is in the consumer group at its
+			// generation with its assignment; it must join again.
+			d := describe(t, h.c, "g")
+			if len(d.Members) != 2 {
+				t.Fatalf("members after the upgrade: %s", descString(d))
+			}
+			for _, m := range d.Members {
+				if m.MemberID == old && (m.MemberType != 0 || m.MemberEpoch != gen || len(m.Assignment.TopicPartitions) != 1) {
+					t.Fatalf("converted member: %+v", m)
+				}
+			}
+			if code := h.heartbeat("g", old, gen, ""); code != errRebalanceInProgress {
+				t.Fatalf("classic heartbeat after the upgrade: %d, want REBALANCE_IN_PROGRESS", code)
+			}
+			// It rejoins (eagerly, owning nothing) and gets its half.
+			md := kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}
+			r := h.join("g", old, joinOpt{meta: md.AppendTo(nil)}).get()
+			if r == nil || r.ErrorCode != 0 || r.Generation <= gen {
+				t.Fatalf("classic rejoin: %+v", r)
+			}
+			s := h.sync("g", old, r.Generation, nil).get()
+			if got := decodeAssignment(s.MemberAssignment).count(); s.ErrorCode != 0 || got != 2 {
+				t.Fatalf("classic sync in the consumer group: code %d, %d partitions, want 2", s.ErrorCode, got)
+			}
+			if code := h.heartbeat("g", old, r.Generation, ""); code != 0 {
+				t.Fatalf("classic heartbeat at its epoch: %d", code)
+			}
+			if code := h.heartbeat("g", old, r.Generation-1, ""); code != errIllegalGeneration {
+				t.Fatalf("classic heartbeat at an old generation: %d", code)
+			}
+			// The consumer-protocol member leaves.
+			a.send(a.req(-1))
+			lg := h.c.ListGroups(nil, &kmsg.ListGroupsRequest{Version: 5})
+			typ := lg.Groups[0].GroupType
+			if tc.downgrde {
+				if typ != "classic" || h.state("g") != "PreparingRebalance" {
+					t.Fatalf("after the last consumer member left: %s group in %s, want a classic group rebalancing", typ, h.state("g"))
+				}
+				// The classic member carries on in the classic group.
+				r := h.join("g", old, joinOpt{meta: md.AppendTo(nil)}).get()
+				if r == nil || r.ErrorCode != 0 || r.LeaderID != old {
+					t.Fatalf("classic rejoin after the downgrade: %+v", r)
+				}
+				return
+			}
+			if typ != "consumer" {
+				t.Fatalf("policy %s downgraded the group (%s)", tc.policy, typ)
+			}
+		})
+	}
+}
+
+// TestUpgradeRefusedMessages: the heartbeat says why a classic group
+// cannot upgrade.
+func TestUpgradeRefusedMessages(t *testing.T) {
+	ts := &topicSet{}
+	ts.set("t", 2)
+	h := newHarness(t, consumerCfg(ts))
+	h.stableGroup("g", 1) // metadata that is not the consumer protocol's
+	a := newCmem(t, h.c, ts, "g", "a", "t")
+	r := h.c.ConsumerGroupHeartbeat(nil, Client{}, a.req(0), nil)
+	if r.ErrorCode != errGroupIDNotFound || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "does not decode") {
+		t.Fatalf("upgrade of a group with undecodable subscriptions: %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+}
+
+// TestClassicJoinsConsumerGroup: a classic member joins a consumer group
+// with members (a mixed group) and, under the downgrade policy, the
+// group turns classic when the consumer-protocol member leaves.
+func TestClassicJoinsConsumerGroup(t *testing.T) {
+	ts := &topicSet{}
+	ts.set("t", 4)
+	h := newHarness(t, func(c *Config) {
+		consumerCfg(ts)(c)
+		c.Consumer.MigrationPolicy = MigrationDowngrade
+	})
+	a := newCmem(t, h.c, ts, "g", "a", "t")
+	a.join()
+	md := kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}
+	o := joinOpt{meta: md.AppendTo(nil)}
+	first := h.join("g", "", o).get()
+	if first.ErrorCode != errMemberIDRequired {
+		t.Fatalf("first classic join: %+v", first)
+	}
+	r := h.join("g", first.MemberID, o).get()
+	if r.ErrorCode != 0 || r.LeaderID != "" {
+		t.Fatalf("classic join to a consumer group: %+v", r)
+	}
+	// a still holds every partition: the classic member gets none until
+	// a revokes.
+	if s := h.sync("g", r.MemberID, r.Generation, nil).get(); s.ErrorCode != 0 || decodeAssignment(s.MemberAssignment).count() != 0 {
+		t.Fatalf("classic sync before a revoked: %+v", s)
+	}
+	settle(t, a)
+	r = h.join("g", r.MemberID, o).get()
+	s := h.sync("g", r.MemberID, r.Generation, nil).get()
+	if n := decodeAssignment(s.MemberAssignment).count(); n != 2 || a.count() != 2 {
+		t.Fatalf("after a revoked: classic member has %d, a has %d, want 2 each", n, a.count())
+	}
+	// The mixed group survives a reopen: the classic member is still
+	// classic, at its epoch, with its session.
+	h.reopen()
+	a.c = h.c
+	if c, k := countTypes(describe(t, h.c, "g")); c != 1 || k != 1 {
+		t.Fatalf("after reopen: %d classic, %d consumer members", c, k)
+	}
+	if code := h.heartbeat("g", r.MemberID, r.Generation, ""); code != 0 {
+		t.Fatalf("classic heartbeat after reopen: %d", code)
+	}
+	a.send(a.req(-1))
+	if lg := h.c.ListGroups(nil, &kmsg.ListGroupsRequest{Version: 5}); lg.Groups[0].GroupType != "classic" {
+		t.Fatalf("after the consumer member left: %+v", lg.Groups)
+	}
+}
+
+func countTypes(d kmsg.ConsumerGroupDescribeResponseGroup) (classic, consumer int) {
+	for _, m := range d.Members {
+		if m.MemberType == 0 {
+			classic++
+		} else {
+			consumer++
+		}
+	}
+	return classic, consumer
+}
