@@ -1,10 +1,14 @@
 package groups
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/vfs"
 )
 
 // classicMember joins group as a one-member classic group with consumer
@@ -189,4 +193,86 @@ func countTypes(d kmsg.ConsumerGroupDescribeResponseGroup) (classic, consumer in
 		}
 	}
 	return classic, consumer
+}
+
+// groupSnapshot names what a coordinator holds of group: a consumer
+// group's description, or a classic group's state and members.
+func groupSnapshot(t *testing.T, c *Coordinator, group string) string {
+	t.Helper()
+	if d := describe(t, c, group); d.ErrorCode == 0 {
+		return "consumer " + descString(d)
+	}
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version = 5
+	req.Groups = []string{group}
+	dg := c.DescribeGroups(nil, req).Groups[0]
+	var ids []string
+	for _, m := range dg.Members {
+		ids = append(ids, m.MemberID)
+	}
+	return fmt.Sprintf("classic %s %v", dg.State, ids)
+}
+
+// TestMigrationCrashAtEveryWrite takes a group through an upgrade, the
+// mixed group's classic rejoins and a downgrade over the real internal
+// log, and after every step checks that a crash (unsynced data dropped, a
+// torn tail) recovers what the step acknowledged: the classic group as
+// synced, the consumer group (with its classic member) exactly, and after
+// the downgrade no consumer state (the classic rebalance it began starts
+// again from the members' next joins, as any unfinished classic rebalance
+// does).
+func TestMigrationCrashAtEveryWrite(t *testing.T) {
+	ts := &topicSet{}
+	ts.set("t", 4)
+	fs, clock := vfs.NewMem(), newFakeClock()
+	c := openLog(t, fs, clock, consumerCfg(ts))
+	h := &harness{t: t, clock: clock, c: c}
+	var old string
+	var gen int32
+	a := newCmem(t, c, ts, "g", "a", "t")
+	md := kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}
+	rejoin := func() {
+		r := h.join("g", old, joinOpt{meta: md.AppendTo(nil)}).get()
+		if r == nil || r.ErrorCode != 0 {
+			t.Fatalf("classic rejoin: %+v", r)
+		}
+		gen = r.Generation
+		if s := h.sync("g", old, gen, nil).get(); s == nil || s.ErrorCode != 0 {
+			t.Fatalf("classic sync: %+v", s)
+		}
+	}
+	steps := []struct {
+		name string
+		run  func()
+		// exact: the crashed copy holds what memory holds; else it must
+		// hold no consumer state.
+		exact bool
+	}{
+		{"classic group", func() { old, gen = classicMember(t, h, "g", 4, "t") }, true},
+		{"upgrade", a.join, true},
+		{"classic rejoin", rejoin, true},
+		{"consumer revokes", func() { settle(t, a) }, true},
+		{"classic takes its half", rejoin, true},
+		{"downgrade", func() { a.send(a.req(-1)) }, false},
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, s := range steps {
+		s.run()
+		want := groupSnapshot(t, c, "g")
+		crashed := fs.CrashClone(vfs.CrashOptions{Tear: true, Rand: rng})
+		c2 := openLog(t, crashed, clock, consumerCfg(ts))
+		got := groupSnapshot(t, c2, "g")
+		switch {
+		case s.exact && got != want:
+			t.Fatalf("%s: after crash\n%s\nwant\n%s", s.name, got, want)
+		case !s.exact && strings.HasPrefix(got, "consumer"):
+			t.Fatalf("%s: after crash the consumer group is back:\n%s", s.name, got)
+		}
+		if err := c2.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "classic PreparingRebalance [" + old + "]"; groupSnapshot(t, c, "g") != want {
+		t.Fatalf("after the downgrade: %s, want %s", groupSnapshot(t, c, "g"), want)
+	}
 }
