@@ -9,7 +9,7 @@ package groups
 //     group.consumer.migration.policy allows upgrades (bidirectional,
 //     upgrade), every member speaks protocol type "consumer" with
 //     subscription metadata that decodes, and the group stays within
-//     group.consumer.max.size. Each classic member becomes a member of
+//     group.consumer.max.size (the messages are Kafka's). Each classic member becomes a member of
 //     the consumer group at the classic generation as its epoch, with
 //     the partitions of its classic assignment as its current and target
 //     assignment; the group epoch is the generation. JoinGroup and
@@ -129,11 +129,11 @@ func encodeAssignment(a assignment) []byte {
 func (c *Coordinator) upgradeLocked(g *group, t *cgTxn) *hbError {
 	switch {
 	case !c.upgradeEnabled():
-		return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the online upgrade is disabled (group.consumer.migration.policy %s).", g.id, c.cfg.Consumer.MigrationPolicy)
+		return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because online upgrade is disabled.", g.id)
 	case g.protocolType != "consumer":
-		return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because it is not a consumer group (protocol type %q).", g.id, g.protocolType)
-	case c.cfg.Consumer.MaxSize > 0 && len(g.members) >= c.cfg.Consumer.MaxSize:
-		return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because its %d members reach group.consumer.max.size %d.", g.id, len(g.members), c.cfg.Consumer.MaxSize)
+		return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group does not use the consumer embedded protocol.", g.id)
+	case c.cfg.Consumer.MaxSize > 0 && len(g.members) > c.cfg.Consumer.MaxSize:
+		return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group size exceeds the consumer group maximum size.", g.id)
 	}
 	for _, m := range sortedMembers(g) {
 		if m.instanceID != "" {
@@ -145,7 +145,7 @@ func (c *Coordinator) upgradeLocked(g *group, t *cgTxn) *hbError {
 		}
 		topics, _, ok := subscription(meta)
 		if !ok {
-			return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the subscription of member %s does not decode.", g.id, m.id)
+			return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the embedded consumer protocol is malformed.", g.id)
 		}
 		cm := newCmember(m.id, "")
 		cm.ClientID, cm.ClientHost = m.clientID, m.clientHost

@@ -58,8 +58,9 @@ func TestMigrationPolicy(t *testing.T) {
 			a := newCmem(t, h.c, ts, "g", "a", "t")
 			code := a.send(a.req(0))
 			if !tc.upgrade {
-				if code != errGroupIDNotFound {
-					t.Fatalf("consumer join with policy %s: code %d, want GROUP_ID_NOT_FOUND", tc.policy, code)
+				r := h.c.ConsumerGroupHeartbeat(nil, Client{}, a.req(0), nil)
+				if code != errGroupIDNotFound || r.ErrorMessage == nil || *r.ErrorMessage != "Cannot upgrade classic group g to consumer group because online upgrade is disabled." {
+					t.Fatalf("consumer join with policy %s: code %d %v, want GROUP_ID_NOT_FOUND saying the upgrade is disabled", tc.policy, code, r.ErrorMessage)
 				}
 				if h.state("g") != "Stable" {
 					t.Fatalf("classic group after a refused upgrade: %s", h.state("g"))
@@ -130,7 +131,7 @@ func TestUpgradeRefusedMessages(t *testing.T) {
 	h.stableGroup("g", 1) // metadata that is not the consumer protocol's
 	a := newCmem(t, h.c, ts, "g", "a", "t")
 	r := h.c.ConsumerGroupHeartbeat(nil, Client{}, a.req(0), nil)
-	if r.ErrorCode != errGroupIDNotFound || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "does not decode") {
+	if r.ErrorCode != errGroupIDNotFound || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "the embedded consumer protocol is malformed") {
 		t.Fatalf("upgrade of a group with undecodable subscriptions: %d %v", r.ErrorCode, r.ErrorMessage)
 	}
 }
