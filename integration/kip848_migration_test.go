@@ -95,7 +95,7 @@ func memberTypes(d kmsg.ConsumerGroupDescribeResponseGroup) (classic, consumer i
 }
 
 // TestKIP848OnlineMigration: a classic group of three range-assignor
-// members upgrades to the consumer protocol member by member (the first
+// members (one static) upgrades to the consumer protocol member by member (the first
 // consumer-protocol member converts it; classic members keep consuming
 // in the mixed group), then downgrades back member by member (the last
 // consumer-protocol member leaving converts it back). Records are
@@ -117,10 +117,14 @@ func TestKIP848OnlineMigration(t *testing.T) {
 		fwd.check(t, n.addr, group, topic, when)
 	}
 
+	// The third classic member is static (group.instance.id): it is
+	// carried into the consumer group and, during the downgrade, its
+	// successor joins with the same instance id.
+	static := kgo.InstanceID("static-classic")
 	classic := []*member{
 		startClassicMember(t, n.addr, group, seen, sub),
 		startClassicMember(t, n.addr, group, seen, sub),
-		startClassicMember(t, n.addr, group, seen, sub),
+		startClassicMember(t, n.addr, group, seen, sub, static),
 	}
 	step("classic group")
 	if typ := groupType(t, n.addr, group); typ != "classic" {
@@ -159,7 +163,11 @@ func TestKIP848OnlineMigration(t *testing.T) {
 	// classic member; the last one leaving makes the group classic.
 	for i := range consumers {
 		consumers[i].leave()
-		classic[i] = startClassicMember(t, n.addr, group, seen, sub)
+		opts := []kgo.Opt{sub}
+		if i == 2 {
+			opts = append(opts, static)
+		}
+		classic[i] = startClassicMember(t, n.addr, group, seen, opts...)
 		if i < len(consumers)-1 {
 			waitGroup(t, n.addr, group, 3, func(d kmsg.ConsumerGroupDescribeResponseGroup) bool {
 				c, k := memberTypes(d)

@@ -26,8 +26,10 @@ package groups
 //     returns the partitions the member holds. Heartbeat answers
 //     REBALANCE_IN_PROGRESS while the member has not reached the target
 //     assignment's epoch in a stable state, so it joins again. Generation
-//     mismatches get ILLEGAL_GENERATION. Static classic members are not
-//     taken into a consumer group (INCONSISTENT_GROUP_PROTOCOL).
+//     mismatches get ILLEGAL_GENERATION. A static classic member that
+//     joins again with a new member id and its instance id takes its
+//     predecessor's place and assignment (FENCED_INSTANCE_ID for a known
+//     member id that does not hold the instance id).
 //   - Downgrade: when the last consumer-protocol member leaves (epoch -1
 //     or a session or rebalance timeout) and classic members remain, the
 //     group converts back to a classic group if the policy allows
@@ -136,9 +138,6 @@ func (c *Coordinator) upgradeLocked(g *group, t *cgTxn) *hbError {
 		return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the group size exceeds the consumer group maximum size.", g.id)
 	}
 	for _, m := range sortedMembers(g) {
-		if m.instanceID != "" {
-			return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because member %s is static (group.instance.id %s).", g.id, m.id, m.instanceID)
-		}
 		meta := m.metadataFor(g.protocol)
 		if meta == nil && len(m.protocols) > 0 {
 			meta = m.protocols[0].Metadata
@@ -147,7 +146,7 @@ func (c *Coordinator) upgradeLocked(g *group, t *cgTxn) *hbError {
 		if !ok {
 			return hbErr(errGroupIDNotFound, "Cannot upgrade classic group %s to consumer group because the embedded consumer protocol is malformed.", g.id)
 		}
-		cm := newCmember(m.id, "")
+		cm := newCmember(m.id, m.instanceID)
 		cm.ClientID, cm.ClientHost = m.clientID, m.clientHost
 		cm.RebalanceMs = int32(m.rebalance.Milliseconds())
 		cm.Topics = topics
@@ -241,11 +240,11 @@ func (c *Coordinator) installClassicLocked(g *group, cg *cgroup) {
 	g.cg, g.cgRecorded = nil, false
 	g.protocolType = "consumer"
 	g.generation = cg.Epoch
-	g.members = map[string]*member{}
+	g.members, g.static = map[string]*member{}, map[string]string{}
 	var names []string
 	for _, cm := range cg.sortedMembers() {
 		g.joinSeq++
-		m := &member{id: cm.ID, clientID: cm.ClientID, clientHost: cm.ClientHost, joinSeq: g.joinSeq, generation: g.generation,
+		m := &member{id: cm.ID, instanceID: cm.InstanceID, clientID: cm.ClientID, clientHost: cm.ClientHost, joinSeq: g.joinSeq, generation: g.generation,
 			session:    time.Duration(cm.Classic.SessionMs) * time.Millisecond,
 			rebalance:  time.Duration(cm.RebalanceMs) * time.Millisecond,
 			assignment: encodeAssignment(cm.Assigned)}
@@ -260,6 +259,9 @@ func (c *Coordinator) installClassicLocked(g *group, cg *cgroup) {
 			names = slices.DeleteFunc(names, func(n string) bool { return !offers(m.protocols, n) })
 		}
 		g.members[m.id] = m
+		if m.instanceID != "" {
+			g.static[m.instanceID] = m.id
+		}
 		c.heartbeatLocked(g, m)
 	}
 	if len(names) > 0 {

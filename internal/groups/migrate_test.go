@@ -277,3 +277,61 @@ func TestMigrationCrashAtEveryWrite(t *testing.T) {
 		t.Fatalf("after the downgrade: %s, want %s", groupSnapshot(t, c, "g"), want)
 	}
 }
+
+// TestStaticClassicMemberInConsumerGroup: a static classic member is
+// carried into the consumer group by an upgrade; restarted with a new
+// member id and its instance id it takes its place and assignment, the
+// old id is fenced, and a downgrade keeps it static.
+func TestStaticClassicMemberInConsumerGroup(t *testing.T) {
+	ts := &topicSet{}
+	ts.set("t", 4)
+	h := newHarness(t, consumerCfg(ts))
+	md := kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}
+	o := joinOpt{instance: "i1", meta: md.AppendTo(nil)}
+	r := h.join("g", "", o).get()
+	if r == nil || r.ErrorCode != 0 {
+		t.Fatalf("static classic join: %+v", r)
+	}
+	old := r.MemberID
+	all := assignment{}
+	for p := range int32(4) {
+		all.add("t", p)
+	}
+	if s := h.sync("g", old, r.Generation, map[string]string{old: string(encodeAssignment(all))}).get(); s.ErrorCode != 0 {
+		t.Fatalf("sync: %+v", s)
+	}
+	a := newCmem(t, h.c, ts, "g", "a", "t")
+	if code := a.send(a.req(0)); code != 0 {
+		t.Fatalf("upgrade of a group with a static member: %d", code)
+	}
+	// The static member restarts: a new member id with its instance id.
+	r2 := h.join("g", "", o).get()
+	if r2 == nil || r2.ErrorCode != 0 || r2.MemberID == old {
+		t.Fatalf("static rejoin with a new id: %+v", r2)
+	}
+	d := describe(t, h.c, "g")
+	var inst []string
+	for _, m := range d.Members {
+		if m.InstanceID != nil {
+			inst = append(inst, m.MemberID+"="+*m.InstanceID)
+		}
+	}
+	if len(d.Members) != 2 || len(inst) != 1 || inst[0] != r2.MemberID+"=i1" {
+		t.Fatalf("after the static restart: %s", descString(d))
+	}
+	if code := h.heartbeat("g", old, r.Generation, "i1"); code != errFencedInstanceID {
+		t.Fatalf("the old id's heartbeat: %d, want FENCED_INSTANCE_ID", code)
+	}
+	s := h.sync("g", r2.MemberID, r2.Generation, nil).get()
+	if s.ErrorCode != 0 || decodeAssignment(s.MemberAssignment).count() == 0 {
+		t.Fatalf("the restarted static member's sync: %+v", s)
+	}
+	a.send(a.req(-1))
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Version = 5
+	req.Groups = []string{"g"}
+	dg := h.c.DescribeGroups(nil, req).Groups[0]
+	if len(dg.Members) != 1 || dg.Members[0].MemberID != r2.MemberID || dg.Members[0].InstanceID == nil || *dg.Members[0].InstanceID != "i1" {
+		t.Fatalf("after the downgrade: %+v", dg.Members)
+	}
+}

@@ -17,10 +17,6 @@ func (c *Coordinator) joinConsumerGroup(j *joinReq) {
 		j.fail(errInconsistentGroupProto, req.MemberID)
 		return
 	}
-	if j.instance != "" {
-		j.fail(errInconsistentGroupProto, req.MemberID)
-		return
-	}
 	var topics []string
 	var owned assignment
 	protocol := ""
@@ -37,7 +33,9 @@ func (c *Coordinator) joinConsumerGroup(j *joinReq) {
 	id := req.MemberID
 	if id == "" {
 		id = newMemberID(j.cl.ID)
-		if req.Version >= 4 {
+		if j.instance != "" {
+			id = newMemberID(j.instance)
+		} else if req.Version >= 4 {
 			j.fail(errMemberIDRequired, id)
 			return
 		}
@@ -65,16 +63,36 @@ func (c *Coordinator) joinConsumerGroup(j *joinReq) {
 	n := t.n
 	m := n.members[id]
 	bump := false
+	if j.instance != "" {
+		// A static member: the instance id names it; a new member id
+		// with it takes the place of the one that held it (its
+		// assignment, without a new group epoch).
+		if sid, ok := n.static[j.instance]; ok && sid != id {
+			if req.MemberID != "" {
+				j.fail(errFencedInstanceID, id)
+				return
+			}
+			sm := n.members[sid]
+			t.remove(sid)
+			m = newCmember(id, j.instance)
+			m.Assigned, m.Target = sm.Assigned.clone(), sm.Target.clone()
+			m.Topics, m.Epoch, m.RebalanceMs = slices.Clone(sm.Topics), sm.Epoch, sm.RebalanceMs
+			t.add(m)
+		}
+	}
 	switch {
+	case m == nil && j.instance != "" && req.MemberID != "":
+		j.fail(errUnknownMemberID, id)
+		return
 	case m == nil:
 		if c.cfg.Consumer.MaxSize > 0 && len(n.members) >= c.cfg.Consumer.MaxSize {
 			j.fail(errGroupMaxSize, id)
 			return
 		}
-		m = newCmember(id, "")
+		m = newCmember(id, j.instance)
 		t.add(m)
 		bump = true
-	case m.Classic == nil:
+	case m.Classic == nil && !t.copied[id]:
 		j.fail(errUnknownMemberID, id)
 		return
 	default:
@@ -123,6 +141,8 @@ func (c *Coordinator) joinConsumerGroup(j *joinReq) {
 func (c *Coordinator) syncConsumerLocked(g *group, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
 	m := g.cg.members[req.MemberID]
 	switch {
+	case req.Version >= 3 && fencedConsumer(g.cg, req.MemberID, req.InstanceID):
+		return syncError(req.Version, errFencedInstanceID)
 	case m == nil || m.Classic == nil:
 		return syncError(req.Version, errUnknownMemberID)
 	case req.Generation != m.Epoch:
@@ -149,6 +169,8 @@ func (c *Coordinator) syncConsumerLocked(g *group, req *kmsg.SyncGroupRequest) *
 func (c *Coordinator) heartbeatConsumerLocked(g *group, req *kmsg.HeartbeatRequest) int16 {
 	m := g.cg.members[req.MemberID]
 	switch {
+	case req.Version >= 3 && fencedConsumer(g.cg, req.MemberID, req.InstanceID):
+		return errFencedInstanceID
 	case m == nil || m.Classic == nil:
 		return errUnknownMemberID
 	case req.Generation != m.Epoch:
@@ -176,12 +198,24 @@ func (c *Coordinator) leaveConsumer(g *group, leaving []kmsg.LeaveGroupRequestMe
 	t := newTxn(g.cg)
 	var ids []string
 	for i, lm := range leaving {
-		m := t.n.members[lm.MemberID]
-		if m == nil || m.Classic == nil || (lm.InstanceID != nil && *lm.InstanceID != "") {
+		id := lm.MemberID
+		if lm.InstanceID != nil && *lm.InstanceID != "" {
+			sid, ok := t.n.static[*lm.InstanceID]
+			switch {
+			case !ok:
+				codes[i] = errUnknownMemberID
+				continue
+			case id != "" && id != sid:
+				codes[i] = errFencedInstanceID
+				continue
+			}
+			id = sid
+		}
+		if m := t.n.members[id]; m == nil || m.Classic == nil {
 			codes[i] = errUnknownMemberID
 			continue
 		}
-		ids = append(ids, lm.MemberID)
+		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
 		return true
@@ -192,4 +226,14 @@ func (c *Coordinator) leaveConsumer(g *group, leaving []kmsg.LeaveGroupRequestMe
 		*top = errCoordinatorNotAvailable
 	}
 	return true
+}
+
+// fencedConsumer reports whether instance belongs to a member of cg other
+// than memberID.
+func fencedConsumer(cg *cgroup, memberID string, instance *string) bool {
+	if instance == nil || *instance == "" {
+		return false
+	}
+	sid, ok := cg.static[*instance]
+	return ok && sid != memberID
 }
