@@ -18,12 +18,14 @@ package broker
 //     message.max.bytes, log.cleaner.*) and
 //     log.cleaner.io.max.bytes.per.second. Read-only broker configs get
 //     INVALID_REQUEST, unknown or bad values INVALID_CONFIG.
+//   - Group resources (32): the group configs (groupconfig.go).
 //   - Other resource types get INVALID_REQUEST. ValidateOnly checks
 //     without changing anything. A resource named twice gets
 //     INVALID_REQUEST.
 //   - Authorization: ALTER_CONFIGS on each topic (else
-//     TOPIC_AUTHORIZATION_FAILED) or on the cluster for broker resources
-//     (else CLUSTER_AUTHORIZATION_FAILED).
+//     TOPIC_AUTHORIZATION_FAILED), on the cluster for broker resources
+//     (else CLUSTER_AUTHORIZATION_FAILED), on the group for group
+//     resources (else GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -87,6 +89,10 @@ func (r *request) alterResource(rt kmsg.ConfigResourceType, name string, seen ma
 		return errCode(kerr.TopicAuthorizationFailed, "not authorized to alter the configs of topic %q", name)
 	case rt == kmsg.ConfigResourceTypeBroker && !r.allowedCluster(opAlterConfigs):
 		return errCode(kerr.ClusterAuthorizationFailed, "not authorized to alter broker configs (ALTER_CONFIGS on the cluster)")
+	case rt == kmsg.ConfigResourceTypeGroupConfig && !r.allowed(opAlterConfigs, resGroup, name):
+		return errCode(kerr.GroupAuthorizationFailed, "not authorized to alter the configs of group %q", name)
+	case rt == kmsg.ConfigResourceTypeGroupConfig:
+		return r.b.alterGroupConfigs(name, edit, validateOnly)
 	case rt == kmsg.ConfigResourceTypeTopic:
 		return r.b.alterTopicConfigs(name, edit, validateOnly)
 	case rt == kmsg.ConfigResourceTypeBroker:
@@ -96,5 +102,5 @@ func (r *request) alterResource(rt kmsg.ConfigResourceType, name string, seen ma
 	case rt == kmsg.ConfigResourceTypeClientMetrics:
 		return r.b.telemetry.alter(name, edit, validateOnly)
 	}
-	return errCode(kerr.InvalidRequest, "only topic, broker, broker logger and client metrics configs can be altered")
+	return errCode(kerr.InvalidRequest, "only topic, broker, broker logger, client metrics and group configs can be altered")
 }

@@ -27,7 +27,8 @@ package broker
 //     DEFAULT_CONFIG otherwise (a name with nothing set shows the
 //     defaults, as in Kafka); needs DESCRIBE_CONFIGS on the cluster; an
 //     empty name gets INVALID_REQUEST.
-//   - Other resource types (groups) get INVALID_REQUEST.
+//   - Group resources (type 32): the group configs (groupconfig.go).
+//   - Other resource types get INVALID_REQUEST.
 
 import (
 	"slices"
@@ -78,9 +79,15 @@ func handleDescribeConfigs(r *request) (kmsg.Response, error) {
 			r.describeLoggers(&d, &sr)
 		case kmsg.ConfigResourceTypeClientMetrics:
 			r.describeClientMetrics(&d, &sr)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if !r.allowed(opDescribeConfigs, resGroup, rr.ResourceName) {
+				sr.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				break
+			}
+			sr.Configs = d.group(r.b, rr.ResourceName)
 		default:
 			sr.ErrorCode = kerr.InvalidRequest.Code
-			msg := "only topic, broker, broker logger and client metrics configs can be described"
+			msg := "only topic, broker, broker logger, client metrics and group configs can be described"
 			sr.ErrorMessage = &msg
 		}
 		resp.Resources = append(resp.Resources, sr)

@@ -10,7 +10,7 @@ package broker
 //     effect. APPEND/SUBTRACT on a non-list config, an unknown operation
 //     or a SET without a value get INVALID_CONFIG / INVALID_REQUEST.
 //   - Resources, validation, persistence and effect as in AlterConfigs:
-//     topics (2) and broker "0" or "" (4); the whole resource fails when
+//     topics (2), broker "0" or "" (4) and groups (32); the whole resource fails when
 //     any operation does. ValidateOnly checks without changing anything.
 //   - Broker loggers (8): each logger's level, at run time (see
 //     loglevels.go).

@@ -8,7 +8,7 @@ package broker
 //     asked for (all the types below when none is asked): TOPIC (each
 //     topic, __consumer_offsets included), BROKER and BROKER_LOGGER (this
 //     broker, "0"), CLIENT_METRICS (each client telemetry subscription)
-//     and GROUP (none: Sluice has no group configs). Another type gets
+//     and GROUP (each group with configs set). Another type gets
 //     INVALID_REQUEST.
 //   - Needs DESCRIBE_CONFIGS on the cluster (else
 //     CLUSTER_AUTHORIZATION_FAILED).
@@ -62,6 +62,10 @@ func handleListConfigResources(r *request) (kmsg.Response, error) {
 		case kmsg.ConfigResourceTypeClientMetrics:
 			for _, name := range r.b.telemetry.names() {
 				add(name, rt)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			for _, g := range r.b.sortedGroupConfigResources() {
+				add(g, rt)
 			}
 		}
 	}

@@ -74,7 +74,7 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.DeleteTopics.Int16():     {{opDelete, resTopic, ""}, {opDescribe, resTopic, "topic ids"}},
 	kmsg.CreatePartitions.Int16(): {{opAlter, resTopic, ""}},
 	kmsg.InitProducerID.Int16():   {{opWrite, resTxnID, "transactional"}, {opIdempotentWrite, resCluster, "idempotent"}, {opWrite, resTopic, "idempotent, without cluster IDEMPOTENT_WRITE"}},
-	kmsg.DescribeConfigs.Int16():  {{opDescribeConfigs, resCluster, "broker resources"}, {opDescribeConfigs, resTopic, "topic resources"}},
+	kmsg.DescribeConfigs.Int16():  {{opDescribeConfigs, resCluster, "broker resources"}, {opDescribeConfigs, resTopic, "topic resources"}, {opDescribeConfigs, resGroup, "group resources"}},
 	kmsg.DescribeCluster.Int16():  {{opDescribe, resCluster, ""}},
 
 	kmsg.AddPartitionsToTxn.Int16():   {{opWrite, resTxnID, ""}, {opWrite, resTopic, ""}, {opClusterAction, resCluster, "v4+, a broker verifying"}},
@@ -86,8 +86,8 @@ var apiACLs = map[int16][]aclNeed{
 	kmsg.DescribeTransactions.Int16(): {{opDescribe, resTxnID, ""}, {opDescribe, resTopic, "the transaction's partitions"}},
 	kmsg.ListTransactions.Int16():     {{opDescribe, resTxnID, "each transaction listed"}},
 
-	kmsg.AlterConfigs.Int16():               {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}},
-	kmsg.IncrementalAlterConfigs.Int16():    {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}},
+	kmsg.AlterConfigs.Int16():               {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}, {opAlterConfigs, resGroup, "group resources"}},
+	kmsg.IncrementalAlterConfigs.Int16():    {{opAlterConfigs, resTopic, "topic resources"}, {opAlterConfigs, resCluster, "broker resources"}, {opAlterConfigs, resGroup, "group resources"}},
 	kmsg.DeleteRecords.Int16():              {{opDelete, resTopic, ""}},
 	kmsg.DescribeLogDirs.Int16():            {{opDescribe, resCluster, ""}},
 	kmsg.OffsetForLeaderEpoch.Int16():       {{opDescribe, resTopic, "client"}, {opClusterAction, resCluster, "replica"}},
@@ -145,7 +145,7 @@ const clusterResource = "kafka-cluster"
 // lists them for KIP-430's authorized-operations fields.
 var supportedOps = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
 	resTopic:   {opRead, opWrite, opCreate, opDescribe, opDelete, opAlter, opDescribeConfigs, opAlterConfigs},
-	resGroup:   {opRead, opDescribe, opDelete},
+	resGroup:   {opRead, opDescribe, opDelete, opDescribeConfigs, opAlterConfigs},
 	resCluster: {opCreate, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite, opAlter, opDescribe},
 	resTxnID:   {opDescribe, opWrite},
 }

@@ -46,15 +46,15 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.DescribeACLs:                 {{opDescribe, resCluster, ""}},
 	kmsg.CreateACLs:                   {{opAlter, resCluster, ""}},
 	kmsg.DeleteACLs:                   {{opAlter, resCluster, ""}},
-	kmsg.DescribeConfigs:              {{opDescribeConfigs, resCluster, ""}, {opDescribeConfigs, resTopic, ""}},
-	kmsg.AlterConfigs:                 {{opAlterConfigs, resCluster, ""}, {opAlterConfigs, resTopic, ""}},
+	kmsg.DescribeConfigs:              {{opDescribeConfigs, resCluster, ""}, {opDescribeConfigs, resTopic, ""}, {opDescribeConfigs, resGroup, ""}},
+	kmsg.AlterConfigs:                 {{opAlterConfigs, resCluster, ""}, {opAlterConfigs, resTopic, ""}, {opAlterConfigs, resGroup, ""}},
 	kmsg.AlterReplicaLogDirs:          {{opAlter, resCluster, ""}},
 	kmsg.DescribeLogDirs:              {{opDescribe, resCluster, ""}},
 	kmsg.SASLAuthenticate:             nil,
 	kmsg.CreatePartitions:             {{opAlter, resTopic, ""}},
 	kmsg.DeleteGroups:                 {{opDelete, resGroup, ""}},
 	kmsg.ElectLeaders:                 {{opAlter, resCluster, ""}},
-	kmsg.IncrementalAlterConfigs:      {{opAlterConfigs, resCluster, ""}, {opAlterConfigs, resTopic, ""}},
+	kmsg.IncrementalAlterConfigs:      {{opAlterConfigs, resCluster, ""}, {opAlterConfigs, resTopic, ""}, {opAlterConfigs, resGroup, ""}},
 	kmsg.AlterPartitionAssignments:    {{opAlter, resCluster, ""}},
 	kmsg.ListPartitionReassignments:   {{opDescribe, resCluster, ""}},
 	kmsg.OffsetDelete:                 {{opDelete, resGroup, ""}, {opRead, resTopic, ""}},
@@ -222,7 +222,7 @@ func authzSamples() map[int16]struct {
 	add(cp, 2, true)
 	add(kmsg.NewPtrInitProducerIDRequest(), 2, true)
 	dc := kmsg.NewPtrDescribeConfigsRequest()
-	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}, {ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "0"}}
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}, {ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "0"}, {ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g"}}
 	add(dc, 3, true)
 	dcl := kmsg.NewPtrDescribeClusterRequest()
 	add(dcl, 0, true)
@@ -269,11 +269,11 @@ func authzSamples() map[int16]struct {
 	add(kmsg.NewPtrListTransactionsRequest(), 1, false)
 	ac := kmsg.NewPtrAlterConfigsRequest()
 	ac.ValidateOnly = true
-	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}}
+	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}, {ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g"}}
 	add(ac, 1, true)
 	iac := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	iac.ValidateOnly = true
-	iac.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}}
+	iac.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}, {ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g"}}
 	add(iac, 1, true)
 	dr := kmsg.NewPtrDeleteRecordsRequest()
 	dr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 0}}}}

@@ -28,7 +28,7 @@ func TestAuthorizedOperations(t *testing.T) {
 	const notAsked = -2147483648
 	allTopic := opBits(opRead, opWrite, opCreate, opDescribe, opDelete, opAlter, opDescribeConfigs, opAlterConfigs)
 	allCluster := opBits(opCreate, opClusterAction, opDescribeConfigs, opAlterConfigs, opIdempotentWrite, opAlter, opDescribe)
-	allGroup := opBits(opRead, opDescribe, opDelete)
+	allGroup := opBits(opRead, opDescribe, opDelete, opDescribeConfigs, opAlterConfigs)
 	cases := []struct {
 		name                string
 		authz               authorizer // nil: authorization off

@@ -72,6 +72,9 @@ type Broker struct {
 	// dyn is the dynamic broker configuration; stored under adminMu,
 	// loaded by anyone (see dynamic).
 	dyn atomic.Pointer[dynamicConfig]
+	// groupConfs are the GROUP resources' configs (groupconfig.go);
+	// stored under adminMu, loaded by anyone.
+	groupConfs atomic.Pointer[meta.GroupConfigs]
 
 	mu     sync.RWMutex      // guards topics, byID, conns and lns
 	topics map[string]*topic // by name; a topic value's fields never change (see topic)
@@ -281,7 +284,7 @@ func (b *Broker) start() error {
 		Registerer:      b.cfg.registerer,
 		PartitionExists: b.partitionExists,
 		Topics:          b.groupTopics,
-		Consumer:        b.cfg.consumerGroups.groupsConfig(),
+		Consumer:        b.consumerGroupsConfig(),
 		Fsync:           b.cfg.fsync,
 		WAL:             b.wal,
 		PendingTxnOffset: func(group, topic string, partition int32) bool {

@@ -100,7 +100,7 @@ func (b *Broker) staticConfigs() map[string]staticConfig {
 	}
 	s := func(v string, typ kmsg.ConfigType) staticConfig { return staticConfig{value: v, typ: typ} }
 	set := func(v string, typ kmsg.ConfigType) staticConfig { return staticConfig{value: v, set: true, typ: typ} }
-	return map[string]staticConfig{
+	m := map[string]staticConfig{
 		"broker.id":                                s("0", kmsg.ConfigTypeInt),
 		"node.id":                                  s("0", kmsg.ConfigTypeInt),
 		"process.roles":                            s("broker,controller", kmsg.ConfigTypeList),
@@ -124,6 +124,8 @@ func (b *Broker) staticConfigs() map[string]staticConfig {
 		"connections.max.idle.ms":                  set(strconv.FormatInt(b.cfg.idleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong),
 		"max.connections":                          set(strconv.Itoa(b.cfg.maxConns), kmsg.ConfigTypeInt),
 	}
+	maps.Copy(m, b.consumerStaticConfigs()) // groups848.go
+	return m
 }
 
 // dynamic returns the dynamic broker configuration in effect.

@@ -11,7 +11,7 @@ import (
 // topics and groups disappear with them.
 //
 // Cardinality: per topic 7 series; per partition 8 series; per group
-// 2 series plus 1 per (group, topic) and, with partition series on, 1
+// 4 series (5 for a consumer group) plus 1 per (group, topic) and, with partition series on, 1
 // per committed (group, topic, partition). With PartitionMetrics(false)
 // only the per-topic and per-(group, topic) series remain, so the count
 // grows with topics and groups, never with partitions.
@@ -60,6 +60,10 @@ var (
 	descGLagTotal = prometheus.NewDesc("sluice_group_lag_total", "Sum of the group's lag over its committed partitions.", []string{"group"}, nil)
 	descGTopicLag = prometheus.NewDesc("sluice_group_topic_lag", "The group's lag summed over the topic's committed partitions.", []string{"group", "topic"}, nil)
 	descGLag      = prometheus.NewDesc("sluice_group_lag", "High watermark minus the group's committed offset for the partition.", []string{"group", "topic", "partition"}, nil)
+
+	descGEpoch       = prometheus.NewDesc("sluice_group_epoch", "The group's epoch: a classic group's generation, a consumer group's (KIP-848) group epoch.", []string{"group", "type"}, nil)
+	descGAssignEpoch = prometheus.NewDesc("sluice_group_assignment_epoch", "The epoch of a consumer group's (KIP-848) target assignment.", []string{"group"}, nil)
+	descGRebalances  = prometheus.NewDesc("sluice_group_rebalances_per_group_total", "The group's rebalances since the broker started: classic rebalances begun, consumer-group epoch bumps.", []string{"group", "type"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
@@ -68,7 +72,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descTRecordsIn, descTBytesIn, descTRecordsOut, descTBytesOut, descTPartitions, descTSize, descTRecordsHeld,
 		descPRecordsIn, descPBytesIn, descPRecordsOu, descPBytesOut, descPStart, descPEnd, descPSize, descPSegments,
 		descWALRounds, descWALFailed, descWALEntries, descWALBytes, descWALSeconds, descWALSegs, descWALSize,
-		descGMembers, descGLagTotal, descGTopicLag, descGLag} {
+		descGMembers, descGLagTotal, descGTopicLag, descGLag, descGEpoch, descGAssignEpoch, descGRebalances} {
 		ch <- d
 	}
 }
@@ -140,6 +144,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range b.Groups() {
 		gauge(descGMembers, float64(g.Members), g.ID)
 		gauge(descGLagTotal, float64(g.Lag), g.ID)
+		gauge(descGEpoch, float64(g.Epoch), g.ID, g.Type)
+		if g.Type == "consumer" {
+			gauge(descGAssignEpoch, float64(g.AssignmentEpoch), g.ID)
+		}
+		counter(descGRebalances, int64(g.Rebalances), g.ID, g.Type)
 		byTopic := map[string]int64{}
 		for _, o := range g.Offsets {
 			if o.HighWatermark < 0 {

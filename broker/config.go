@@ -140,6 +140,9 @@ func (c *cfg) validate() error {
 	if c.diskInterval <= 0 {
 		return fmt.Errorf("broker: DiskCheckInterval %v must be positive", c.diskInterval)
 	}
+	if _, err := c.consumerGroups.groupsConfig().Resolved(); err != nil {
+		return fmt.Errorf("broker: ConsumerGroups: %w", err)
+	}
 	return c.validateSecurity()
 }
 

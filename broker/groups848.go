@@ -4,7 +4,12 @@ package broker
 // topic view the group coordinator resolves subscriptions against.
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/internal/groups"
 )
@@ -31,6 +36,10 @@ type ConsumerGroupSettings struct {
 	Assignors []string
 	// MaxSize: group.consumer.max.size (unbounded).
 	MaxSize int
+	// MigrationPolicy: group.consumer.migration.policy, whether groups
+	// with members convert between the classic and the consumer protocol:
+	// "bidirectional" (the default), "upgrade", "downgrade" or "disabled".
+	MigrationPolicy string
 }
 
 // ConsumerGroups sets the consumer-group settings; Start rejects values
@@ -39,11 +48,53 @@ func ConsumerGroups(s ConsumerGroupSettings) Opt {
 	return opt(func(c *cfg) { c.consumerGroups = s })
 }
 
+// Validate checks the settings as Start does: each value within its
+// bounds (Kafka's when not set), the heartbeat interval shorter than the
+// session timeout, the assignors known.
+func (s ConsumerGroupSettings) Validate() error {
+	_, err := s.groupsConfig().Resolved()
+	return err
+}
+
 func (s ConsumerGroupSettings) groupsConfig() groups.ConsumerConfig {
 	return groups.ConsumerConfig{
 		SessionTimeout: s.SessionTimeout, MinSessionTimeout: s.MinSessionTimeout, MaxSessionTimeout: s.MaxSessionTimeout,
 		HeartbeatInterval: s.HeartbeatInterval, MinHeartbeatInterval: s.MinHeartbeatInterval, MaxHeartbeatInterval: s.MaxHeartbeatInterval,
-		Assignors: s.Assignors, MaxSize: s.MaxSize,
+		Assignors: s.Assignors, MaxSize: s.MaxSize, MigrationPolicy: s.MigrationPolicy,
+	}
+}
+
+// consumerGroupsConfig is the coordinator's consumer-group settings,
+// with each group's own timeouts from its group configs.
+func (b *Broker) consumerGroupsConfig() groups.ConsumerConfig {
+	c := b.cfg.consumerGroups.groupsConfig()
+	c.GroupTimeouts = b.groupTimeouts
+	return c
+}
+
+// consumerStaticConfigs are the consumer-group settings as read-only
+// broker configs (DescribeConfigs on broker 0), set when an option gave
+// them.
+func (b *Broker) consumerStaticConfigs() map[string]staticConfig {
+	r := b.consumerSettings()
+	c := b.cfg.consumerGroups
+	ms := func(v, given time.Duration) staticConfig {
+		return staticConfig{value: msString(v), set: given != 0, typ: kmsg.ConfigTypeInt}
+	}
+	size := strconv.Itoa(math.MaxInt32)
+	if r.MaxSize > 0 {
+		size = strconv.Itoa(r.MaxSize)
+	}
+	return map[string]staticConfig{
+		"group.consumer.session.timeout.ms":        ms(r.SessionTimeout, c.SessionTimeout),
+		"group.consumer.min.session.timeout.ms":    ms(r.MinSessionTimeout, c.MinSessionTimeout),
+		"group.consumer.max.session.timeout.ms":    ms(r.MaxSessionTimeout, c.MaxSessionTimeout),
+		"group.consumer.heartbeat.interval.ms":     ms(r.HeartbeatInterval, c.HeartbeatInterval),
+		"group.consumer.min.heartbeat.interval.ms": ms(r.MinHeartbeatInterval, c.MinHeartbeatInterval),
+		"group.consumer.max.heartbeat.interval.ms": ms(r.MaxHeartbeatInterval, c.MaxHeartbeatInterval),
+		"group.consumer.assignors":                 {value: strings.Join(r.Assignors, ","), set: len(c.Assignors) > 0, typ: kmsg.ConfigTypeList},
+		"group.consumer.max.size":                  {value: size, set: c.MaxSize > 0, typ: kmsg.ConfigTypeInt},
+		"group.consumer.migration.policy":          {value: r.MigrationPolicy, set: c.MigrationPolicy != "", typ: kmsg.ConfigTypeString},
 	}
 }
 

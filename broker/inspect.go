@@ -160,12 +160,20 @@ func describePartition(p *partition.Partition) PartitionInfo {
 // GroupInfo summarizes one consumer group.
 type GroupInfo struct {
 	ID           string            `json:"id"`
+	Type         string            `json:"type"` // classic or consumer (KIP-848)
 	State        string            `json:"state"`
 	ProtocolType string            `json:"protocol_type"`
 	Protocol     string            `json:"protocol"`
 	Members      int               `json:"members"`
 	Offsets      []GroupOffsetInfo `json:"offsets"`
 	Lag          int64             `json:"lag"` // sum of the partitions' lag
+	// Epoch is a classic group's generation, or a consumer group's group
+	// epoch; AssignmentEpoch a consumer group's target assignment epoch.
+	Epoch           int32 `json:"epoch"`
+	AssignmentEpoch int32 `json:"assignment_epoch"`
+	// Rebalances since the broker started: classic rebalances begun,
+	// consumer-group epoch bumps.
+	Rebalances uint64 `json:"rebalances"`
 }
 
 // GroupOffsetInfo is a group's committed offset for one partition and
@@ -191,8 +199,12 @@ func (b *Broker) Groups() []GroupInfo {
 	sums := g.Summaries()
 	out := make([]GroupInfo, 0, len(sums))
 	for _, s := range sums {
-		gi := GroupInfo{ID: s.ID, State: s.State, ProtocolType: s.ProtocolType, Protocol: s.Protocol, Members: s.Members,
-			Offsets: make([]GroupOffsetInfo, 0, len(s.Offsets))}
+		gi := GroupInfo{ID: s.ID, Type: s.Type, State: s.State, ProtocolType: s.ProtocolType, Protocol: s.Protocol, Members: s.Members,
+			Offsets: make([]GroupOffsetInfo, 0, len(s.Offsets)),
+			Epoch:   s.Epoch, AssignmentEpoch: s.AssignmentEpoch, Rebalances: s.Rebalances}
+		if s.Type == "classic" {
+			gi.Epoch = s.Generation
+		}
 		for _, o := range s.Offsets {
 			off := GroupOffsetInfo{Topic: o.Topic, Partition: o.Partition, Committed: o.Offset, HighWatermark: -1}
 			if p := b.partition(o.Topic, o.Partition); p != nil {

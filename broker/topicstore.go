@@ -27,6 +27,9 @@ func (b *Broker) load() error {
 	if err := b.telemetry.load(); err != nil {
 		return err
 	}
+	if err := b.loadGroupConfigs(); err != nil {
+		return err
+	}
 	if err := b.fs.RemoveAll(b.layout.DeletedDir()); err != nil {
 		return fmt.Errorf("broker: remove deleted topics: %w", err)
 	}

@@ -419,12 +419,14 @@ func TestKIP848Kill9(t *testing.T) {
 	}
 }
 
-// TestKIP848DocCommands runs the commands of docs/consumer-groups.md.
+// TestKIP848DocCommands runs the commands of docs/consumer-groups.md,
+// against a broker with Kafka's consumer-group defaults as the page shows.
 func TestKIP848DocCommands(t *testing.T) {
-	n := startNode(t, consumerGroupSettings)
+	n := startNode(t)
 	out := runDocCommands(t, n, docBlock(t, "docs/consumer-groups.md", "kip848-doc-commands"))
 	for _, re := range []string{`(?m)^a\nb\nc\nd$`, `(?m)^TYPE +consumer$`, `(?m)^STATE +Empty$`, `(?m)^EPOCH +[1-9]`,
-		`(?m)^ASSIGNOR +uniform$`, `(?m)^clicks +\d +4 +4 +0 +-$`, `(?m)^dashboards +Empty +consumer$`} {
+		`(?m)^ASSIGNOR +uniform$`, `(?m)^clicks +\d +4 +4 +0 +-$`, `(?m)^dashboards +Empty +consumer +consumer$`,
+		`(?m)^consumer.heartbeat.interval.ms +8000 +GROUP_CONFIG$`, `(?m)^consumer.session.timeout.ms +45000 +DEFAULT_CONFIG$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("output does not match %s:\n%s", re, out)
 		}

@@ -246,7 +246,7 @@ func TestGroupCommands(t *testing.T) {
 			t.Fatalf("round %d: consume -G printed %q, want %q (the second resumes at the committed end)", round, got, want)
 		}
 	}
-	if r := ok(t, "", "group", "list"); !regexp.MustCompile(`(?m)^grp +Empty +consumer$`).MatchString(r.stdout) {
+	if r := ok(t, "", "group", "list"); !regexp.MustCompile(`(?m)^grp +Empty +classic +consumer$`).MatchString(r.stdout) {
 		t.Fatalf("group list printed\n%s", r.stdout)
 	}
 	r := ok(t, "", "group", "describe", "grp")

@@ -21,7 +21,7 @@ func newGroupCmd() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  runGroup,
 	}
-	cmd.AddCommand(newGroupListCmd(), newGroupDescribeCmd(), newGroupDeleteCmd(), newGroupSeekCmd())
+	cmd.AddCommand(newGroupListCmd(), newGroupDescribeCmd(), newGroupDeleteCmd(), newGroupSeekCmd(), newGroupConfigCmd())
 	return cmd
 }
 
@@ -29,7 +29,7 @@ func newGroupListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List consumer groups with their state",
+		Short:   "List groups with their state, type (classic, consumer) and protocol type",
 		Args:    exactArgs(0, "no arguments"),
 	}
 	cf := addClientFlags(cmd)
@@ -39,9 +39,13 @@ func newGroupListCmd() *cobra.Command {
 			return c.wrap("group list", err)
 		}
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tSTATE\tPROTOCOL")
+		fmt.Fprintln(tw, "GROUP\tSTATE\tTYPE\tPROTOCOL")
 		for _, g := range groups.Sorted() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Group, g.State, g.ProtocolType)
+			typ := g.GroupType // classic, consumer (KIP-848) or share
+			if typ == "" {
+				typ = "-" // a broker older than ListGroups v5
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Group, g.State, typ, g.ProtocolType)
 		}
 		return tw.Flush()
 	})

@@ -79,13 +79,17 @@ func describeConsumerGroup(ctx context.Context, c *conn, name string, out io.Wri
 	if len(d.Members) > 0 {
 		fmt.Fprintln(out)
 		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "MEMBER\tINSTANCE\tEPOCH\tCLIENT\tHOST\tASSIGNED\tTARGET")
+		fmt.Fprintln(tw, "MEMBER\tINSTANCE\tPROTOCOL\tEPOCH\tCLIENT\tHOST\tASSIGNED\tTARGET")
 		for _, m := range d.Members {
 			inst := "-"
 			if m.InstanceID != nil {
 				inst = *m.InstanceID
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.MemberID, inst, m.MemberEpoch, m.ClientID, m.ClientHost,
+			proto := "consumer" // KIP-1099's member type: 0 classic (a mixed group), 1 consumer
+			if m.MemberType == 0 {
+				proto = "classic"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", m.MemberID, inst, proto, m.MemberEpoch, m.ClientID, m.ClientHost,
 				topicsSet(m.Assignment), topicsSet(m.TargetAssignment))
 			for t, ps := range m.Assignment {
 				for p := range ps {

@@ -52,6 +52,7 @@ beats the default.`,
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	o.sec.addFlags(fs)
 	o.schema = schemaFlags(fs) // schema registry (serve_schema.go)
+	o.groups = groupFlags(fs)  // consumer groups, KIP-848 (serve_groups.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -76,6 +77,7 @@ type serveOptions struct {
 	http                    *serveHTTP
 	sec                     serveSecurity
 	schema                  *serveSchema
+	groups                  *serveGroups
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -125,6 +127,11 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.PartitionMetrics(o.http.partitionMetrics),
 		broker.LogRequests(o.http.logRequests),
 	}
+	groupOpt, err := o.groups.opt() // serve_groups.go
+	if err != nil {
+		return err
+	}
+	opts = append(opts, groupOpt)
 	if o.diskLow >= 0 {
 		opts = append(opts, broker.DiskLowWatermark(o.diskLow))
 	}

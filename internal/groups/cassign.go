@@ -165,10 +165,17 @@ func assignUniform(in assignInput, out map[string]assignment) {
 	for {
 		slices.SortStableFunc(order, func(a, b *cmember) int { return cmp.Compare(count[b.ID], count[a.ID]) })
 		moved := false
+		// The least loaded subscriber of each topic, until a move changes
+		// the counts: one scan of the members per topic, not per partition.
+		leastOf := map[string]string{}
 		for _, a := range order {
 			ks := held[a.ID]
 			for i := len(ks) - 1; i >= 0; i-- {
-				b := least(subs[ks[i].topic])
+				b, ok := leastOf[ks[i].topic]
+				if !ok {
+					b = least(subs[ks[i].topic])
+					leastOf[ks[i].topic] = b
+				}
 				if count[a.ID]-count[b] <= 1 {
 					continue
 				}

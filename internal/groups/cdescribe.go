@@ -99,7 +99,10 @@ func describeConsumerLocked(cg *cgroup, topics map[string]TopicInfo, d *kmsg.Con
 		}
 		dm.Assignment = describeAssignment(m.Assigned, topics)
 		dm.TargetAssignment = describeAssignment(m.Target, topics)
-		dm.MemberType = 1
+		dm.MemberType = 1 // consumer
+		if m.Classic != nil {
+			dm.MemberType = 0 // classic
+		}
 		d.Members = append(d.Members, dm)
 	}
 }
@@ -128,6 +131,10 @@ func checkConsumerCommitLocked(cg *cgroup, version int16, memberID string, epoch
 	switch {
 	case m == nil:
 		return errUnknownMemberID
+	case m.Classic != nil && epoch != m.Epoch:
+		return errIllegalGeneration // a classic member commits with its generation
+	case m.Classic != nil:
+		return errNone
 	case version < 9:
 		return errUnsupportedVersion
 	case epoch != m.Epoch:

@@ -12,9 +12,9 @@ package groups
 //     regex that does not compile gets INVALID_REGULAR_EXPRESSION, an
 //     assignor not in Config.Consumer.Assignors UNSUPPORTED_ASSIGNOR.
 //   - A group that does not exist gets GROUP_ID_NOT_FOUND unless the
-//     member joins; a classic group with members gets GROUP_ID_NOT_FOUND
-//     (it is not a consumer group; online migration is not served); an
-//     empty classic group becomes a consumer group.
+//     member joins; a classic group with members is upgraded to a
+//     consumer group when it can be (migrate.go), else GROUP_ID_NOT_FOUND;
+//     an empty classic group becomes a consumer group.
 //   - Member checks: an unknown member id UNKNOWN_MEMBER_ID; an epoch
 //     ahead of the member's, or behind it other than the previous epoch
 //     with owned partitions within the assignment (a lost response),
@@ -171,22 +171,37 @@ func (c *Coordinator) ConsumerGroupHeartbeat(_ context.Context, cl Client, req *
 		return fail(&hbError{code: errCoordinatorNotAvailable})
 	}
 	var extra []kv
+	t := newTxn(g.cg)
 	if g.cg == nil {
 		if req.MemberEpoch != epochJoin {
 			return fail(hbErr(errGroupIDNotFound, "Consumer group %s not found.", req.Group))
 		}
 		if len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty {
-			return fail(hbErr(errGroupIDNotFound, "Group %s is not a consumer group.", req.Group))
+			// A classic group with members upgrades (migrate.go).
+			if e := c.upgradeLocked(g, t); e != nil {
+				return fail(e)
+			}
 		}
-		if g.meta != nil { // an empty classic group becomes a consumer group
+		if g.meta != nil || len(g.members) > 0 { // the classic group becomes a consumer group
 			extra = append(extra, kv{Key: groupKey(g.id)})
 		}
 	}
-	t := newTxn(g.cg)
 	hb := hbCall{c: c, g: g, t: t, req: req, id: id, cl: cl, topics: topics, describable: describable}
 	out, e := hb.run()
 	if e != nil {
 		return fail(e)
+	}
+	if req.MemberEpoch == epochLeave {
+		// The last consumer-protocol member leaving a mixed group may
+		// turn it back into a classic group (migrate.go).
+		if ok, err := c.downgradeLocked(g, t); err != nil {
+			c.cfg.Logger.Warn("groups: persisting consumer group failed", "group", g.id, "err", err)
+			return fail(&hbError{code: errCoordinatorNotAvailable})
+		} else if ok {
+			r.MemberID, r.MemberEpoch = &out.ID, out.Epoch
+			r.HeartbeatIntervalMillis = int32(c.heartbeatInterval(g.id).Milliseconds())
+			return r
+		}
 	}
 	if err := c.writeTxnLocked(g, t, extra); err != nil {
 		c.cfg.Logger.Warn("groups: persisting consumer group failed", "group", g.id, "err", err)
@@ -197,7 +212,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(_ context.Context, cl Client, req *
 	}
 	r.MemberID = &out.ID
 	r.MemberEpoch = out.Epoch
-	r.HeartbeatIntervalMillis = int32(c.cfg.Consumer.HeartbeatInterval.Milliseconds())
+	r.HeartbeatIntervalMillis = int32(c.heartbeatInterval(g.id).Milliseconds())
 	if hb.sendAssignment {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		for _, tn := range out.Assigned.topics() {
@@ -239,11 +254,11 @@ func (c *Coordinator) writeTxnLocked(g *group, t *cgTxn, extra []kv) error {
 // installLocked makes t's state the group's.
 func (c *Coordinator) installLocked(g *group, t *cgTxn, convertedClassic bool) {
 	if convertedClassic {
-		g.meta = nil
-		g.generation, g.protocol, g.leader = 0, "", ""
+		c.dropClassicLocked(g)
 	}
 	if t.old != nil && t.n.Epoch != t.old.Epoch {
 		c.metrics.rebalances.Inc()
+		g.rebalances++
 	}
 	g.cg, g.cgRecorded = t.n, true
 	g.protocolType = "consumer"
@@ -717,9 +732,10 @@ func (c *Coordinator) touchMemberLocked(g *group, id string) {
 		ct = &ctimer{}
 		g.ctimers[id] = ct
 	}
-	ct.deadline = c.now().Add(c.cfg.Consumer.SessionTimeout)
+	session := c.memberSession(g, id)
+	ct.deadline = c.now().Add(session)
 	if ct.session == nil {
-		ct.session = c.after(c.cfg.Consumer.SessionTimeout, func() { c.consumerTimeout(g, id, false) })
+		ct.session = c.after(session, func() { c.consumerTimeout(g, id, false) })
 	}
 }
 
@@ -732,8 +748,9 @@ func (c *Coordinator) revokeTimerLocked(g *group, id string) {
 	}
 	ct := g.ctimers[id]
 	if ct == nil {
-		ct = &ctimer{deadline: c.now().Add(c.cfg.Consumer.SessionTimeout)}
-		ct.session = c.after(c.cfg.Consumer.SessionTimeout, func() { c.consumerTimeout(g, id, false) })
+		session := c.memberSession(g, id)
+		ct = &ctimer{deadline: c.now().Add(session)}
+		ct.session = c.after(session, func() { c.consumerTimeout(g, id, false) })
 		g.ctimers[id] = ct
 	}
 	if m.State != mUnrevoked {
@@ -796,7 +813,11 @@ func (c *Coordinator) consumerTimeout(g *group, id string, rebalance bool) {
 	c.metrics.expiredMembers.Inc()
 	t := newTxn(g.cg)
 	c.removeMembers(t, topics, id)
-	if err := c.writeTxnLocked(g, t, nil); err != nil {
+	ok, err := c.downgradeLocked(g, t)
+	if err == nil && !ok {
+		err = c.writeTxnLocked(g, t, nil)
+	}
+	if err != nil {
 		c.cfg.Logger.Warn("groups: persisting consumer group failed", "group", g.id, "err", err)
 		// Try again at the next tick of the timer.
 		if rebalance {

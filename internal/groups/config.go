@@ -110,6 +110,39 @@ type ConsumerConfig struct {
 	// MaxSize bounds a consumer group's members
 	// (group.consumer.max.size); default unbounded.
 	MaxSize int
+	// GroupTimeouts, if set, returns a group's own session timeout and
+	// heartbeat interval (the group configs consumer.session.timeout.ms
+	// and consumer.heartbeat.interval.ms); a zero value takes
+	// SessionTimeout or HeartbeatInterval. It is called with a group's
+	// lock held, so it must not call into the Coordinator.
+	GroupTimeouts func(group string) (session, heartbeat time.Duration)
+	// MigrationPolicy says whether groups convert between the classic and
+	// the consumer protocol while they have members
+	// (group.consumer.migration.policy): MigrationBidirectional (the
+	// default), MigrationUpgrade, MigrationDowngrade or MigrationDisabled.
+	MigrationPolicy string
+}
+
+// sessionTimeout is the session timeout of group's consumer-protocol
+// members: its group config, else the broker's.
+func (c *Coordinator) sessionTimeout(group string) time.Duration {
+	if f := c.cfg.Consumer.GroupTimeouts; f != nil {
+		if s, _ := f(group); s > 0 {
+			return s
+		}
+	}
+	return c.cfg.Consumer.SessionTimeout
+}
+
+// heartbeatInterval is the heartbeat interval the coordinator gives
+// group's consumer-protocol members: its group config, else the broker's.
+func (c *Coordinator) heartbeatInterval(group string) time.Duration {
+	if f := c.cfg.Consumer.GroupTimeouts; f != nil {
+		if _, h := f(group); h > 0 {
+			return h
+		}
+	}
+	return c.cfg.Consumer.HeartbeatInterval
 }
 
 // TopicInfo is what consumer groups need of a topic.
@@ -206,21 +239,35 @@ func (c Config) consumerDefaults() (Config, error) {
 	def(&c.Consumer.HeartbeatInterval, DefaultConsumerHeartbeatInterval)
 	switch {
 	case c.Consumer.SessionTimeout < c.Consumer.MinSessionTimeout || c.Consumer.SessionTimeout > c.Consumer.MaxSessionTimeout:
-		return c, fmt.Errorf("groups: ConsumerSessionTimeout %v is outside [%v, %v]", c.Consumer.SessionTimeout, c.Consumer.MinSessionTimeout, c.Consumer.MaxSessionTimeout)
+		return c, fmt.Errorf("groups: group.consumer.session.timeout.ms %v is outside [%v, %v] (group.consumer.min/max.session.timeout.ms)", c.Consumer.SessionTimeout, c.Consumer.MinSessionTimeout, c.Consumer.MaxSessionTimeout)
 	case c.Consumer.HeartbeatInterval < c.Consumer.MinHeartbeatInterval || c.Consumer.HeartbeatInterval > c.Consumer.MaxHeartbeatInterval:
-		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v is outside [%v, %v]", c.Consumer.HeartbeatInterval, c.Consumer.MinHeartbeatInterval, c.Consumer.MaxHeartbeatInterval)
+		return c, fmt.Errorf("groups: group.consumer.heartbeat.interval.ms %v is outside [%v, %v] (group.consumer.min/max.heartbeat.interval.ms)", c.Consumer.HeartbeatInterval, c.Consumer.MinHeartbeatInterval, c.Consumer.MaxHeartbeatInterval)
 	case c.Consumer.HeartbeatInterval >= c.Consumer.SessionTimeout:
-		return c, fmt.Errorf("groups: ConsumerHeartbeatInterval %v must be shorter than ConsumerSessionTimeout %v", c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout)
+		return c, fmt.Errorf("groups: group.consumer.heartbeat.interval.ms %v must be shorter than group.consumer.session.timeout.ms %v", c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout)
 	case c.Consumer.MaxSize < 0:
-		return c, fmt.Errorf("groups: ConsumerMaxSize %d is negative", c.Consumer.MaxSize)
+		return c, fmt.Errorf("groups: group.consumer.max.size %d is negative", c.Consumer.MaxSize)
+	}
+	switch c.Consumer.MigrationPolicy {
+	case "":
+		c.Consumer.MigrationPolicy = MigrationBidirectional
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+	default:
+		return c, fmt.Errorf("groups: group.consumer.migration.policy %q: want bidirectional, upgrade, downgrade or disabled", c.Consumer.MigrationPolicy)
 	}
 	if len(c.Consumer.Assignors) == 0 {
 		c.Consumer.Assignors = []string{AssignorUniform, AssignorRange}
 	}
 	for _, a := range c.Consumer.Assignors {
 		if a != AssignorUniform && a != AssignorRange {
-			return c, fmt.Errorf("groups: unknown consumer group assignor %q (known: uniform, range)", a)
+			return c, fmt.Errorf("groups: group.consumer.assignors: unknown assignor %q (known: uniform, range)", a)
 		}
 	}
 	return c, nil
+}
+
+// Resolved returns c with its defaults filled in, or the error Open
+// gives for it.
+func (c ConsumerConfig) Resolved() (ConsumerConfig, error) {
+	cfg, err := Config{Consumer: c}.consumerDefaults()
+	return cfg.Consumer, err
 }

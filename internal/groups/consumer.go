@@ -137,6 +137,9 @@ type cmember struct {
 	Assigned    assignment // what the member holds and may use
 	Revoking    assignment // what it must give up before it gets more
 	Target      assignment // its part of the group's target assignment
+	// Classic is set for a member that speaks the classic protocol
+	// (JoinGroup/SyncGroup) in a consumer group (migrate.go).
+	Classic *classicMeta `json:",omitempty"`
 }
 
 func (m *cmember) clone() *cmember {

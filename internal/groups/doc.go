@@ -2,7 +2,7 @@
 // classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) and
 // the consumer group protocol of KIP-848 (ConsumerGroupHeartbeat,
 // ConsumerGroupDescribe; consumer.go draws its state and how it is
-// changed), with committed offsets and group state persisted in an
+// changed; migrate.go moves groups between the two protocols), with committed offsets and group state persisted in an
 // internal log.
 //
 // The broker holds one Coordinator and calls one handler method per Kafka
@@ -35,7 +35,8 @@
 // Config.PendingTxnOffset (the transaction coordinator's lock).
 //
 // A consumer group's state is changed only with persistMu held
-// exclusively (heartbeats, leaves, its timers), and written through the
+// exclusively (heartbeats, leaves, its timers, and the JoinGroup and
+// LeaveGroup of classic members in it, mixed.go), and written through the
 // store with group.mu released, as above; the describable callback a
 // ConsumerGroupHeartbeat carries (the broker's authorizer) runs under
 // group.mu, after it in the order. Config.Topics is called with no

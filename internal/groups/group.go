@@ -146,6 +146,7 @@ type group struct {
 	initialUntil time.Time // an initial rebalance delay holds the join open until then
 	syncing      bool      // the leader's assignment is being persisted
 	offsets      map[tp]*committed
+	rebalances   uint64 // rebalances since the coordinator opened (per-group metrics)
 	meta         []byte // value of the group's last persisted metadata record; nil when none
 	metaOffset   int64  // internal-log offset of that record
 

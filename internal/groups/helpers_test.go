@@ -237,6 +237,7 @@ func (j *joinCall) get() *kmsg.JoinGroupResponse {
 type joinOpt struct {
 	version   int16
 	instance  string
+	meta      []byte // every protocol's metadata; nil: "meta-<name>"
 	protocols []string
 	session   time.Duration
 	rebalance time.Duration
@@ -265,7 +266,11 @@ func mkJoinReq(group, memberID string, o joinOpt) *kmsg.JoinGroupRequest {
 		ps = []string{"range"}
 	}
 	for _, p := range ps {
-		req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: p, Metadata: []byte("meta-" + p)})
+		md := []byte("meta-" + p)
+		if o.meta != nil {
+			md = o.meta
+		}
+		req.Protocols = append(req.Protocols, kmsg.JoinGroupRequestProtocol{Name: p, Metadata: md})
 	}
 	return req
 }

@@ -5,6 +5,7 @@ package groups
 // through DescribeGroups and OffsetFetch.
 type GroupSummary struct {
 	ID           string
+	Type         string // classic or consumer (ListGroups' group type)
 	State        string
 	ProtocolType string
 	Protocol     string
@@ -15,7 +16,12 @@ type GroupSummary struct {
 	// its server-side assignor).
 	Epoch           int32
 	AssignmentEpoch int32
-	Offsets         []CommittedOffset // sorted by topic, then partition
+	// Generation is a classic group's generation (0 for consumer groups).
+	Generation int32
+	// Rebalances counts the group's rebalances since the coordinator
+	// opened: classic rebalances begun, consumer-group epoch bumps.
+	Rebalances uint64
+	Offsets    []CommittedOffset // sorted by topic, then partition
 }
 
 // CommittedOffset is one committed offset of a group.
@@ -37,6 +43,9 @@ func (c *Coordinator) Summaries() []GroupSummary {
 		g.mu.Lock()
 		s := GroupSummary{
 			ID:           g.id,
+			Type:         "classic",
+			Generation:   g.generation,
+			Rebalances:   g.rebalances,
 			State:        g.state.String(),
 			ProtocolType: g.protocolType,
 			Protocol:     g.protocol,
@@ -44,6 +53,7 @@ func (c *Coordinator) Summaries() []GroupSummary {
 			Offsets:      make([]CommittedOffset, 0, len(g.offsets)),
 		}
 		if g.cg != nil {
+			s.Type, s.Generation = "consumer", 0
 			s.State, s.Members, s.Protocol = g.cg.stateName(), len(g.cg.members), g.cg.Assignor
 			s.Epoch, s.AssignmentEpoch = g.cg.Epoch, g.cg.AssignEpoch
 		}

@@ -89,7 +89,9 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest, reply func(*km
 		instance = *req.InstanceID
 	}
 	if !c.classicJoinConsumer(req.Group) {
-		fail(errInconsistentGroupProto)
+		// A consumer group with members: the classic member joins it
+		// (mixed.go).
+		c.joinConsumerGroup(&joinReq{cl: cl, req: req, session: session, rebalance: rebalance, instance: instance, reply: reply})
 		return
 	}
 	var g *group
@@ -355,6 +357,7 @@ func (c *Coordinator) prepareRebalanceLocked(g *group) {
 		})
 	}
 	c.metrics.rebalances.Inc()
+	g.rebalances++
 	c.maybeCompleteJoinLocked(g)
 }
 
@@ -535,6 +538,12 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest, reply func(*kmsg.SyncGrou
 		instance = *req.InstanceID
 	}
 	g.mu.Lock()
+	if g.cg != nil && g.state != stateDead && !c.closing.Load() {
+		r := c.syncConsumerLocked(g, req) // a classic member of a consumer group (mixed.go)
+		g.mu.Unlock()
+		reply(r)
+		return
+	}
 	m := g.members[req.MemberID]
 	switch {
 	case c.closing.Load() || g.state == stateDead:
@@ -659,6 +668,9 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest) int16 {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.cg != nil && g.state != stateDead {
+		return c.heartbeatConsumerLocked(g, req) // a classic member of a consumer group (mixed.go)
+	}
 	m := g.members[req.MemberID]
 	switch {
 	case g.state == stateDead:
@@ -721,6 +733,12 @@ func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMemb
 	if g == nil {
 		for i := range codes {
 			codes[i] = errUnknownMemberID
+		}
+		return codes
+	}
+	if c.leaveConsumer(g, leaving, codes, top) { // classic members of a consumer group (mixed.go)
+		if *top != errNone {
+			return nil
 		}
 		return codes
 	}

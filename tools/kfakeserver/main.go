@@ -4,6 +4,7 @@
 //
 //	go run ./tools/kfakeserver --port 9093                      # in memory
 //	go run ./tools/kfakeserver --port 9093 --data-dir D --sync  # fsync per write
+//	go run ./tools/kfakeserver --broker-config group.consumer.heartbeat.interval.ms=500
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -21,6 +23,14 @@ func main() {
 	dataDir := flag.String("data-dir", "", "persist to this directory (empty: in memory)")
 	sync := flag.Bool("sync", false, "fsync every write (with --data-dir)")
 	partitions := flag.Int("partitions", 1, "partitions of auto-created topics")
+	var brokerConfigs []string
+	flag.Func("broker-config", "a broker config key=value, such as group.consumer.heartbeat.interval.ms=500 (repeatable)", func(kv string) error {
+		if !strings.Contains(kv, "=") {
+			return fmt.Errorf("want key=value")
+		}
+		brokerConfigs = append(brokerConfigs, kv)
+		return nil
+	})
 	flag.Parse()
 
 	opts := []kfake.Opt{
@@ -28,6 +38,14 @@ func main() {
 		kfake.Ports(*port),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DefaultNumPartitions(*partitions),
+	}
+	if len(brokerConfigs) > 0 {
+		m := map[string]string{}
+		for _, kv := range brokerConfigs {
+			k, v, _ := strings.Cut(kv, "=")
+			m[k] = v
+		}
+		opts = append(opts, kfake.BrokerConfigs(m))
 	}
 	if *dataDir != "" {
 		opts = append(opts, kfake.DataDir(*dataDir))
