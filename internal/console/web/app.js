@@ -30,7 +30,9 @@ let charts = []; // uPlot instances of the current page
 // ---- helpers ----
 
 async function api(path, opts) {
-  const r = await fetch("/api/v1/" + path, opts);
+  // From the origin: on a page opened as http://user:pass@host/, fetch
+  // refuses a relative URL, which would carry the credentials.
+  const r = await fetch(location.origin + "/api/v1/" + path, opts);
   let body = null;
   try { body = await r.json(); } catch (e) { body = null; }
   if (!r.ok) throw new Error((body && body.error) || r.status + " " + r.statusText);
