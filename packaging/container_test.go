@@ -3,6 +3,7 @@ package packaging
 import (
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -11,11 +12,12 @@ import (
 	"time"
 )
 
-// TestContainerImage builds the image with container/build.sh from the
-// snapshot's linux binary (no registry involved: the base is scratch),
-// runs it with podman on the host network, produces and consumes a
-// record with kcat, and checks the image's health check and its non-root
-// user. It skips, saying why, without podman, kcat or a linux host.
+// TestContainerImage runs docs/packaging.md's container commands
+// (build.sh on the snapshot's linux binary, no registry involved since
+// the base is scratch; podman run with published ports; kcat -L), then
+// produces and consumes a record with kcat, and checks the image's
+// health check, its non-root user, volume and ports, and a clean stop.
+// It skips, saying why, without podman, kcat or a linux host.
 func TestContainerImage(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("container images are built on linux")
@@ -34,37 +36,49 @@ func TestContainerImage(t *testing.T) {
 		t.Fatalf("snapshot holds %v for linux/%s, want one binary", bins, runtime.GOARCH)
 	}
 	root := repoRoot(t)
-	tag := fmt.Sprintf("localhost/sluice-test:%d", time.Now().UnixNano())
-	run(t, root, nil, filepath.Join(root, "packaging", "container", "build.sh"), bins[0], tag)
-	t.Cleanup(func() { exec.Command(podman, "rmi", "-f", tag).Run() })
-
-	kafka, httpAddr := freePort(t), freePort(t)
-	name := strings.NewReplacer(":", "-", "/", "-").Replace(tag)
-	args := []string{"run", "-d", "--name", name, "--network", "host",
-		// Debian's podman under a restricted parent cannot raise the
-		// process limits it defaults to; ask for ones it can set.
-		"--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096",
-		// No systemd to run health check timers here; the test runs
-		// the check itself.
-		"--health-interval", "disable",
-		"-e", "SLUICE_LISTEN=" + kafka, "-e", "SLUICE_HTTP=" + httpAddr, "-e", "SLUICE_SCHEMA_REGISTRY="}
-	if _, err := exec.LookPath("runc"); err == nil {
-		args = append(args, "--runtime", "runc")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "packaging.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	run(t, root, nil, podman, append(args, tag)...)
-	t.Cleanup(func() { exec.Command(podman, "rm", "-f", "-v", "-t", "30", name).Run() })
+	_, block, ok := strings.Cut(string(doc), "<!-- container-run -->\n```sh\n")
+	block, _, ok2 := strings.Cut(block, "```\n<!-- /container-run -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/packaging.md has no container-run block")
+	}
+	// The documented commands, on free ports and under names of this
+	// test's own.
+	id := fmt.Sprint(time.Now().UnixNano())
+	tag, name, volume := "localhost/sluice-test:"+id, "sluice-test-"+id, "sluice-test-data-"+id
+	kafka, httpAddr := freePort(t), freePort(t)
+	// Debian's podman under a restricted parent cannot raise the process
+	// limits it defaults to, and without systemd it cannot schedule
+	// health checks: the flags the document gives for such a host.
+	extra := "--ulimit nofile=4096:4096 --ulimit nproc=4096:4096 --health-interval disable"
+	if _, err := exec.LookPath("runc"); err == nil {
+		extra += " --runtime runc"
+	}
+	script := strings.NewReplacer(
+		"dist/sluice_linux_amd64_v1/sluice", bins[0],
+		"127.0.0.1:9092", kafka,
+		"127.0.0.1:9644", httpAddr,
+		"sluice:dev", tag,
+		"--name sluice ", "--name "+name+" ",
+		"healthcheck run sluice ", "healthcheck run "+name+" ",
+		"sluice-data:", volume+":",
+		"podman run -d ", "podman run -d "+extra+" ",
+	).Replace(block)
+	t.Cleanup(func() {
+		exec.Command(podman, "rm", "-f", "-t", "30", name).Run()
+		exec.Command(podman, "volume", "rm", "-f", volume).Run()
+		exec.Command(podman, "rmi", "-f", tag).Run()
+	})
 	logs := func() string { out, _ := exec.Command(podman, "logs", name).CombinedOutput(); return string(out) }
-
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		out, err := exec.Command(podman, "healthcheck", "run", name).CombinedOutput()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the image's health check never passed: %v\n%s\nlogs:\n%s", err, out, logs())
-		}
-		time.Sleep(200 * time.Millisecond)
+	out := run(t, root, nil, "bash", "-euo", "pipefail", "-c", script)
+	if !strings.Contains(out, "broker 0 at "+kafka) {
+		t.Fatalf("kcat -L through the published port:\n%s\nlogs:\n%s", out, logs())
+	}
+	if hc, err := exec.Command(podman, "healthcheck", "run", name).CombinedOutput(); err != nil {
+		t.Fatalf("the image's health check fails once the broker serves: %v\n%s\nlogs:\n%s", err, hc, logs())
 	}
 	produce := exec.Command(kcat, "-P", "-b", kafka, "-t", "image-test", "-K:")
 	produce.Stdin = strings.NewReader("k1:from the image\n")

@@ -20,6 +20,7 @@ var (
 	snapshotOnce sync.Once
 	snapshotDist string // the snapshot's dist directory, "" when it failed
 	snapshotLog  string
+	snapshotHead string // the commit the snapshot was built from
 )
 
 // snapshot runs `goreleaser check` and, once per test binary, `goreleaser
@@ -35,6 +36,12 @@ func snapshot(t *testing.T) string {
 	snapshotOnce.Do(func() {
 		root := repoRoot(t)
 		dist := filepath.Join(shared, "dist")
+		head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+		if err != nil {
+			snapshotLog = "git rev-parse HEAD: " + err.Error()
+			return
+		}
+		snapshotHead = strings.TrimSpace(string(head))
 		cfg, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
 		if err != nil {
 			snapshotLog = err.Error()
@@ -94,7 +101,7 @@ func TestGoReleaserCheck(t *testing.T) {
 func TestGoReleaserSnapshot(t *testing.T) {
 	dist := snapshot(t)
 	root := repoRoot(t)
-	head := strings.TrimSpace(run(t, root, nil, "git", "rev-parse", "HEAD"))
+	head := snapshotHead
 	sums := map[string]string{}
 	b, err := os.ReadFile(filepath.Join(dist, "checksums.txt"))
 	if err != nil {
@@ -146,7 +153,7 @@ func TestGoReleaserSnapshot(t *testing.T) {
 		t.Skipf("the linux amd64 binary does not run on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	out := run(t, root, nil, bin, "version")
-	date := strings.TrimSpace(run(t, root, nil, "git", "show", "-s", "--format=%cI", "HEAD"))
+	date := strings.TrimSpace(run(t, root, nil, "git", "show", "-s", "--format=%cI", head))
 	lines := strings.Split(out, "\n")
 	if len(lines) < 3 || lines[0] != "sluice "+version || !strings.HasPrefix(lines[1], "commit "+head+" (") ||
 		!strings.HasPrefix(lines[2], "go go1.") {

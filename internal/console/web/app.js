@@ -33,7 +33,9 @@ let charts = []; // uPlot instances of the current page
 // ---- helpers ----
 
 async function api(path, opts) {
-  const r = await fetch("/api/v1/" + path, opts);
+  // From the origin: on a page opened as http://user:pass@host/, fetch
+  // refuses a relative URL, which would carry the credentials.
+  const r = await fetch(location.origin + "/api/v1/" + path, opts);
   let body = null;
   try { body = await r.json(); } catch (e) { body = null; }
   if (!r.ok) throw new Error((body && body.error) || r.status + " " + r.statusText);
@@ -128,6 +130,15 @@ function refreshMs() { return Math.max(1000, cluster ? cluster.sample_ms : 2000)
 
 const palette = ["#1f6feb", "#e8590c", "#2f9e44", "#ae3ec9", "#c92a2a", "#0c8599", "#f08c00", "#5f3dc4", "#868e96", "#d6336c", "#66a80f", "#364fc7", "#a61e4d", "#087f5b", "#e67700", "#495057"];
 
+// timeAxis labels the x axis HH:MM:SS at whole-second steps at least
+// 100 px apart, so that neighbouring labels never overlap (uPlot's
+// default mixes dates and milliseconds into labels of varying width).
+const timeAxis = {
+  space: 100,
+  incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400],
+  values: (_, vs) => vs.map((v) => new Date(v * 1000).toLocaleTimeString("en-GB", { hour12: false })),
+};
+
 // chart draws series (objects {name, label, scale}) from a history
 // answer into a card; it returns an update function.
 function chart(parent, title, defs, unit) {
@@ -154,10 +165,11 @@ function chart(parent, title, defs, unit) {
       u = new uPlot({
         width, height: 200,
         series: [{}, ...labels.map((l, i) => ({ label: l, stroke: palette[i % palette.length], width: 1.5, spanGaps: true, points: { size: 4 }, value: (_, v) => fmt(v) }))],
-        axes: [{}, { size: 70, values: (_, vs) => vs.map((v) => unit === "bytes" ? bytes(v) : unit === "ms" ? v + " ms" : v) }],
+        axes: [timeAxis, { size: 70, values: (_, vs) => vs.map((v) => unit === "bytes" ? bytes(v) : unit === "ms" ? v + " ms" : v) }],
         legend: { live: true },
       }, data, box);
       u._key = key;
+      box._chart = u; // for the browser tests
       charts.push(u);
     } else {
       u.setData(data);
