@@ -44,7 +44,8 @@ import (
 // b.N inputs are shared among the callers. Reported: inputs/s, the p50 and
 // p99 of one Produce call in µs, the CPU time of the benchmark process
 // (callers, producer, kgo clients) per input and as a percentage of one
-// core, and the broker process's CPU time per input (from /proc).
+// core, and the broker process's CPU time per input (from /proc). floor is
+// the disk's latency floor, measured first in the broker's data directory.
 func BenchmarkProduce(b *testing.B) {
 	parent := b
 	brk := startBrokerProcess(b)
@@ -139,6 +140,20 @@ func BenchmarkProduce(b *testing.B) {
 			}, func() {}, nil
 		}},
 	}
+	// The floor of every latency below, from the same disk and run: one
+	// small write and fdatasync of a pre-zeroed file in the broker's data
+	// directory (what sluice bench floor measures). b.N is ignored.
+	b.Run("floor", func(b *testing.B) {
+		res, err := bench.Floor(context.Background(), bench.FloorConfig{Dir: brk.dir, Ops: 1000, Size: 4096})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Latency.P50.Microseconds()), "p50-µs")
+		b.ReportMetric(float64(res.Latency.P99.Microseconds()), "p99-µs")
+		b.ReportMetric(float64(res.Latency.Max.Microseconds()), "max-µs")
+		b.ReportMetric(res.OpsPerSec(), "ops/s")
+		b.ReportMetric(0, "ns/op")
+	})
 	for _, callers := range []int{1, 16, 256, 4096} {
 		for _, v := range variants {
 			b.Run(fmt.Sprintf("callers=%d/%s", callers, v.name), func(b *testing.B) {
@@ -313,6 +328,7 @@ func brokerCPU(b *testing.B, pid int) time.Duration {
 type brokerProcess struct {
 	addr string
 	pid  int
+	dir  string // its data directory
 }
 
 // startBrokerProcess starts this test binary again as a broker over a
@@ -320,8 +336,9 @@ type brokerProcess struct {
 // ends.
 func startBrokerProcess(b *testing.B) *brokerProcess {
 	b.Helper()
+	dir := b.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), producer.BenchBrokerEnv+"="+b.TempDir())
+	cmd.Env = append(os.Environ(), producer.BenchBrokerEnv+"="+dir)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -346,7 +363,7 @@ func startBrokerProcess(b *testing.B) *brokerProcess {
 		b.Fatalf("broker process: reading its address: %v", err)
 	}
 	b.Cleanup(stop)
-	return &brokerProcess{addr: strings.TrimSpace(line), pid: cmd.Process.Pid}
+	return &brokerProcess{addr: strings.TrimSpace(line), pid: cmd.Process.Pid, dir: dir}
 }
 
 // newAdmin returns an admin client of the broker at addr.
