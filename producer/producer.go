@@ -100,9 +100,7 @@ func (p *BatchProducer[I, S]) Close(ctx context.Context) error { return p.p.clos
 // sealed. The engine owns both; wg counts them and Close waits for them.
 //
 // Locks (docs/lockorder.md, "producer"): engine.mu is the only lock
-// held while calling out (to the aggregator); engine.flightMu is a leaf,
-// taken alone by send or under mu. A send never takes mu. The encoder's
-// mutex is taken only by sinks, without mu.
+// held while calling out (to the aggregator). The encoder's mutex is taken only by sinks, without mu.
 type engine[I, T, S any] struct {
 	cfg   cfg
 	slots chan struct{} // in-flight slots (MaxInFlight); nil when unbounded
@@ -124,13 +122,11 @@ type engine[I, T, S any] struct {
 
 	wg sync.WaitGroup // counts send and lingerFor goroutines; Add only under mu with closed unset or the batch current
 
-	mu     sync.Mutex // guards agg and every field below, and batch.n
-	agg    Aggregator[I, T, S]
-	cur    *batch[T, S] // the batch being filled; never nil
-	closed bool         // set by close; produce then refuses input
-
-	flightMu sync.Mutex                // guards inflight; taken alone or under mu
-	inflight map[*batch[T, S]]struct{} // sealed batches handed to a send goroutine and not yet finished
+	mu       sync.Mutex // guards agg and every field below, and batch.n
+	agg      Aggregator[I, T, S]
+	cur      *batch[T, S]              // the batch being filled; never nil
+	inflight map[*batch[T, S]]struct{} // sealed batches handed to a send and not yet finished
+	closed   bool                      // set by close; produce then refuses input
 }
 
 // batch is one batch's shared state: the callers whose inputs are in it
@@ -266,7 +262,7 @@ func (e *engine[I, T, S]) joinedLocked(b *batch[T, S]) bool {
 	if n >= a {
 		return true
 	}
-	return e.slots != nil && len(e.slots) >= cap(e.slots) && n >= a-e.flightN.Load()
+	return e.slots != nil && len(e.inflight) >= cap(e.slots) && n >= a-e.flightN.Load()
 }
 
 // pushLocked pushes in into the aggregator, turning a panic into an error.
@@ -408,9 +404,7 @@ func (e *engine[I, T, S]) sealLocked(b *batch[T, S]) ([]Record, StatusDeaggregat
 		b.finish(nil, nil, err)
 		return nil, nil, false
 	}
-	e.flightMu.Lock()
 	e.inflight[b] = struct{}{}
-	e.flightMu.Unlock()
 	e.flightN.Add(int64(b.n))
 	e.wg.Add(1)
 	return recs, deagg, true
@@ -432,16 +426,15 @@ func (e *engine[I, T, S]) send(b *batch[T, S], recs []Record, deagg StatusDeaggr
 	}
 	// Its callers stop counting as in flight before they are woken, so that
 	// one rejoining is never counted twice; the batch stays listed for
-	// Flush until its result is published. None of this takes mu: under
-	// thousands of callers, mu has a queue of them pushing, and a send
-	// waiting its turn behind them would hold back its batch's callers
-	// (and, with MaxInFlight, its slot) until they have all pushed.
+	// Flush until its result is published.
+	e.mu.Lock()
 	e.flightN.Add(-int64(b.n))
+	e.mu.Unlock()
 	e.release()
 	b.finish(offsets, deagg, err)
-	e.flightMu.Lock()
+	e.mu.Lock()
 	delete(e.inflight, b)
-	e.flightMu.Unlock()
+	e.mu.Unlock()
 }
 
 // callSink writes recs to the sink, turning a panic or a short result into
@@ -498,14 +491,11 @@ func (e *engine[I, T, S]) flush(ctx context.Context) error {
 			return err
 		}
 	}
-	// Every batch sealed before this point is listed, or finished.
 	e.mu.Lock()
-	e.flightMu.Lock()
 	waits := make([]<-chan struct{}, 0, len(e.inflight))
 	for x := range e.inflight {
 		waits = append(waits, x.done)
 	}
-	e.flightMu.Unlock()
 	e.mu.Unlock()
 	for _, done := range waits {
 		select {
