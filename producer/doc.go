@@ -16,7 +16,7 @@
 //	│    ok                → join engine.cur (the batch being filled)          │
 //	│    ErrNoCapacity     → leave the box, seal the full batch, push again    │
 //	│  seal: cur = new batch; close(sealed); Aggregator.Flush() ──► records,   │
-//	│        deaggregator; start a send goroutine                              │
+//	│        deaggregator; hand the records to a send                          │
 //	└──────────────────────────────────────────────────────────────────────────┘
 //	   │ first caller of a batch             │ every other caller
 //	   ▼                                     ▼

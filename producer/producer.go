@@ -333,7 +333,7 @@ func (e *engine[I, T, S]) handOff(b *batch[T, S], deadline time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cur != b {
-		return // already sealed: its result comes from its send goroutine
+		return // already sealed: its result comes from its send
 	}
 	e.wg.Add(1)
 	go e.lingerFor(b, deadline)
