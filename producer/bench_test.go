@@ -1,19 +1,25 @@
 package producer_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicedb/sluice/broker"
 	"github.com/sluicedb/sluice/broker/brokertest"
+	"github.com/sluicedb/sluice/internal/bench"
 	"github.com/sluicedb/sluice/producer"
 )
 
@@ -28,31 +34,44 @@ import (
 //     InProcessSink appending to the same broker without the network;
 //   - franz-go: each caller calling kgo's ProduceSync for its own record.
 //
+// The broker runs in its own process (this test binary started again as a
+// broker, see BenchBrokerEnv), except for sluice-inprocess, whose sink
+// needs the broker in this process: that variant starts one here, whose
+// CPU time then counts as this process's.
+//
 // Both kgo clients use kgo.ProducerLinger(0) and otherwise franz-go's
 // defaults (acks=all, idempotent, snappy). Each caller runs a closed loop;
 // b.N inputs are shared among the callers. Reported: inputs/s, the p50 and
-// p99 of one Produce call in µs, and the CPU time of the benchmark process
-// (callers, producer, kgo clients and the broker, all in one process) per
-// input and as a percentage of one core.
+// p99 of one Produce call in µs, the CPU time of the benchmark process
+// (callers, producer, kgo clients) per input and as a percentage of one
+// core, and the broker process's CPU time per input (from /proc). floor is
+// the disk's latency floor, measured first in the broker's data directory.
 func BenchmarkProduce(b *testing.B) {
-	brk := brokertest.Start(b)
+	parent := b
+	brk := startBrokerProcess(b)
+	adm := newAdmin(b, brk.addr)
 	topicN := 0
 	newTopic := func(b *testing.B) string {
 		topicN++
 		name := fmt.Sprintf("bench-%d", topicN)
-		if err := brk.CreateTopic(context.Background(), name, 1, nil); err != nil {
+		resp, err := adm.CreateTopic(context.Background(), 1, -1, nil, name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 		return name
 	}
 	newClient := func(b *testing.B) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(brk.Addr()), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brk.addr), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(cl.Close)
 		return cl
 	}
+	var local *broker.Broker // for sluice-inprocess, started on first use
 	value := make([]byte, 100)
 
 	variants := []struct {
@@ -96,7 +115,15 @@ func BenchmarkProduce(b *testing.B) {
 			}, func() { p.Close(context.Background()) }, fs
 		}},
 		{"sluice-inprocess", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
-			fs := &flushStats{Sink: producer.NewInProcessSink(brk, newTopic(b), 0, -1)}
+			if local == nil {
+				local = brokertest.Start(parent)
+			}
+			topicN++
+			name := fmt.Sprintf("bench-local-%d", topicN)
+			if err := local.CreateTopic(context.Background(), name, 1, nil); err != nil {
+				b.Fatal(err)
+			}
+			fs := &flushStats{Sink: producer.NewInProcessSink(local, name, 0, -1)}
 			p, err := producer.NewRecordProducer(producer.WithSink(fs))
 			if err != nil {
 				b.Fatal(err)
@@ -113,12 +140,30 @@ func BenchmarkProduce(b *testing.B) {
 			}, func() {}, nil
 		}},
 	}
+	// The floor of every latency below, from the same disk and run: one
+	// small write and fdatasync of a pre-zeroed file in the broker's data
+	// directory (what sluice bench floor measures). b.N is ignored.
+	b.Run("floor", func(b *testing.B) {
+		res, err := bench.Floor(context.Background(), bench.FloorConfig{Dir: brk.dir, Ops: 1000, Size: 4096})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Latency.P50.Microseconds()), "p50-µs")
+		b.ReportMetric(float64(res.Latency.P99.Microseconds()), "p99-µs")
+		b.ReportMetric(float64(res.Latency.Max.Microseconds()), "max-µs")
+		b.ReportMetric(res.OpsPerSec(), "ops/s")
+		b.ReportMetric(0, "ns/op")
+	})
 	for _, callers := range []int{1, 16, 256, 4096} {
 		for _, v := range variants {
 			b.Run(fmt.Sprintf("callers=%d/%s", callers, v.name), func(b *testing.B) {
 				produce, done, fs := v.setup(b)
 				defer done()
-				runCallers(b, callers, produce, fs)
+				pid := brk.pid
+				if v.name == "sluice-inprocess" {
+					pid = 0 // its broker is this process
+				}
+				runCallers(b, callers, produce, fs, pid)
 			})
 		}
 	}
@@ -126,10 +171,11 @@ func BenchmarkProduce(b *testing.B) {
 
 // runCallers shares b.N calls of produce among callers goroutines and
 // reports throughput and latency percentiles, and, when fs is not nil, how
-// the producer's flushes used the sink. One untimed call first sets up what
+// the producer's flushes used the sink, and, when brokerPID is not 0, that
+// process's CPU time per input. One untimed call first sets up what
 // the first call would otherwise pay for inside the timing (the client's
 // metadata, connection and producer id).
-func runCallers(b *testing.B, callers int, produce func(context.Context) error, fs *flushStats) {
+func runCallers(b *testing.B, callers int, produce func(context.Context) error, fs *flushStats, brokerPID int) {
 	ctx := context.Background()
 	if err := produce(ctx); err != nil {
 		b.Fatal(err)
@@ -163,12 +209,12 @@ func runCallers(b *testing.B, callers int, produce func(context.Context) error, 
 	}
 	b.ResetTimer()
 	fs.reset()
-	cpu0 := processCPU(b)
+	cpu0, bcpu0 := processCPU(b), brokerCPU(b, brokerPID)
 	t0 := time.Now()
 	close(start)
 	wg.Wait()
 	elapsed := time.Since(t0)
-	cpu := processCPU(b) - cpu0
+	cpu, bcpu := processCPU(b)-cpu0, brokerCPU(b, brokerPID)-bcpu0
 	b.StopTimer()
 	all := slices.Concat(lat...)
 	if len(all) == 0 {
@@ -181,6 +227,9 @@ func runCallers(b *testing.B, callers int, produce func(context.Context) error, 
 	b.ReportMetric(pct(0.99), "p99-µs")
 	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(len(all)), "cpu-µs/input")
 	b.ReportMetric(100*cpu.Seconds()/elapsed.Seconds(), "cpu-%")
+	if brokerPID != 0 {
+		b.ReportMetric(float64(bcpu.Nanoseconds())/1e3/float64(len(all)), "broker-cpu-µs/input")
+	}
 	fs.report(b, elapsed)
 	b.ReportMetric(0, "ns/op")
 }
@@ -252,14 +301,79 @@ func (s *flushStats) report(b *testing.B, elapsed time.Duration) {
 }
 
 // processCPU is the CPU time (user and system) the benchmark process has
-// used so far: the callers, the producer, the kgo clients and the broker,
-// which runs in the same process.
+// used so far: the callers, the producer and the kgo clients (and the
+// broker of sluice-inprocess, which runs in this process).
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// brokerCPU is the CPU time the broker process pid has used so far, or 0
+// when pid is 0.
+func brokerCPU(b *testing.B, pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	u, err := bench.ReadProc(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return u.CPU
+}
+
+// brokerProcess is a broker running in a process of its own.
+type brokerProcess struct {
+	addr string
+	pid  int
+	dir  string // its data directory
+}
+
+// startBrokerProcess starts this test binary again as a broker over a
+// fresh data directory (see producer.BenchBrokerEnv) and stops it when b
+// ends.
+func startBrokerProcess(b *testing.B) *brokerProcess {
+	b.Helper()
+	dir := b.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(), producer.BenchBrokerEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop := func() {
+		stdin.Close() // the broker closes and exits
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("broker process: %v", err)
+		}
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		b.Fatalf("broker process: reading its address: %v", err)
+	}
+	b.Cleanup(stop)
+	return &brokerProcess{addr: strings.TrimSpace(line), pid: cmd.Process.Pid, dir: dir}
+}
+
+// newAdmin returns an admin client of the broker at addr.
+func newAdmin(b *testing.B, addr string) *kadm.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
 }
 
 var _ producer.Appender = (*broker.Broker)(nil)

@@ -16,7 +16,7 @@
 //	│    ok                → join engine.cur (the batch being filled)          │
 //	│    ErrNoCapacity     → leave the box, seal the full batch, push again    │
 //	│  seal: cur = new batch; close(sealed); Aggregator.Flush() ──► records,   │
-//	│        deaggregator; start a send goroutine                              │
+//	│        deaggregator; hand the records to a send                          │
 //	└──────────────────────────────────────────────────────────────────────────┘
 //	   │ first caller of a batch             │ every other caller
 //	   ▼                                     ▼
@@ -31,8 +31,10 @@
 //	 if set) and seal it
 //	   │                                     ▲
 //	   ▼                                     │ close(done): the result is
-//	 send goroutine (one per batch,          │ broadcast once to every waiter
-//	 several may run at once):               │
+//	 send (one per batch, several may run    │ broadcast once to every waiter
+//	 at once; in the lingering caller's      │
+//	 goroutine when its context is never     │
+//	 done, else in a goroutine of its own):  │
 //	   Sink.Produce(records) ──► offsets ────┘
 //	   release the in-flight slot
 //	   │
@@ -41,7 +43,7 @@
 //	   StatusDeaggregator.Deaggregate(offsets, tag) ──► status
 //
 // Batch states: filling (engine.cur) → sealed (Aggregator.Flush done, send
-// goroutine started, listed in engine.inflight) → done (result published).
+// started, listed in engine.inflight) → done (result published).
 // Flush seals the current batch at once and waits for every batch in
 // flight; Close does the same after refusing new input.
 //

@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +12,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(BenchBrokerEnv); dir != "" {
+		os.Exit(runBenchBroker(dir)) // this process is a benchmark's broker
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // sinkCall is one held Produce call of a fakeSink in held mode.
 type sinkCall struct {

@@ -92,7 +92,9 @@ func (p *BatchProducer[I, S]) Close(ctx context.Context) error { return p.p.clos
 // type T, which BatchProducer hides.
 //
 // Goroutines: engine starts one goroutine per flushed batch (send), which
-// writes the batch to the sink and stops when the sink returns, and one per
+// writes the batch to the sink and stops when the sink returns, unless the
+// batch's lingering caller, whose context is never done, writes it itself
+// (see linger); and one per
 // abandoned linger (lingerFor), started when the lingering caller's context
 // is done before its batch was flushed, which stops once the batch is
 // sealed. The engine owns both; wg counts them and Close waits for them.
@@ -123,7 +125,7 @@ type engine[I, T, S any] struct {
 	mu       sync.Mutex // guards agg and every field below, and batch.n
 	agg      Aggregator[I, T, S]
 	cur      *batch[T, S]              // the batch being filled; never nil
-	inflight map[*batch[T, S]]struct{} // sealed batches handed to a send goroutine and not yet finished
+	inflight map[*batch[T, S]]struct{} // sealed batches handed to a send and not yet finished
 	closed   bool                      // set by close; produce then refuses input
 }
 
@@ -217,7 +219,7 @@ func (e *engine[I, T, S]) produce(ctx context.Context, in I) (S, error) {
 			return zero, fmt.Errorf("producer: the aggregator has no capacity for the input even in an empty batch: %w", ErrTooLarge)
 		}
 		// The batch is full: flush it, then push again into the next one.
-		if err := e.flushBatch(ctx, b); err != nil {
+		if err := e.flushBatch(ctx, b, false); err != nil {
 			return zero, fmt.Errorf("producer: input not produced, waiting to flush a full batch: %w", err)
 		}
 	}
@@ -315,7 +317,12 @@ func (e *engine[I, T, S]) linger(ctx context.Context, b *batch[T, S], now bool) 
 			return
 		}
 	}
-	if err := e.flushBatch(ctx, b); err != nil {
+	// A caller whose context is never done writes its own batch: it waits
+	// for the result anyway, and saves handing the write to a goroutine
+	// and being woken by it (most of what a lone caller pays on top of
+	// the round trip). One whose context may end returns at once when it
+	// does, so a goroutine writes.
+	if err := e.flushBatch(ctx, b, ctx.Done() == nil); err != nil {
 		e.handOff(b, time.Time{})
 	}
 }
@@ -326,7 +333,7 @@ func (e *engine[I, T, S]) handOff(b *batch[T, S], deadline time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.cur != b {
-		return // already sealed: its result comes from its send goroutine
+		return // already sealed: its result comes from its send
 	}
 	e.wg.Add(1)
 	go e.lingerFor(b, deadline)
@@ -347,13 +354,15 @@ func (e *engine[I, T, S]) lingerFor(b *batch[T, S], deadline time.Time) {
 	}
 	// sendCtx is canceled only when Close gives up, and Close then fails
 	// b itself; nothing is left to do if flushBatch fails.
-	_ = e.flushBatch(e.sendCtx, b)
+	_ = e.flushBatch(e.sendCtx, b, true) // this goroutine has nothing else to do
 }
 
-// flushBatch waits, with ctx, for an in-flight slot, then seals b and starts
-// its send if b is still the batch being filled. It returns nil once b is
-// sealed, by this call or another, and ctx's error if ctx is done first.
-func (e *engine[I, T, S]) flushBatch(ctx context.Context, b *batch[T, S]) error {
+// flushBatch waits, with ctx, for an in-flight slot, then seals b and
+// writes it if b is still the batch being filled: in this goroutine when
+// inline is set (flushBatch then returns once the write is done), else in
+// a send goroutine. It returns nil once b is sealed, by this call or
+// another, and ctx's error if ctx is done first.
+func (e *engine[I, T, S]) flushBatch(ctx context.Context, b *batch[T, S], inline bool) error {
 	if e.slots != nil {
 		select {
 		case e.slots <- struct{}{}:
@@ -364,19 +373,28 @@ func (e *engine[I, T, S]) flushBatch(ctx context.Context, b *batch[T, S]) error 
 		}
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.cur != b || b.n == 0 {
+		e.mu.Unlock()
 		e.release()
 		return nil
 	}
-	e.sealLocked(b)
+	recs, deagg, ok := e.sealLocked(b)
+	e.mu.Unlock()
+	if ok {
+		if inline {
+			e.send(b, recs, deagg)
+		} else {
+			go e.send(b, recs, deagg)
+		}
+	}
 	return nil
 }
 
-// sealLocked replaces b, the current batch, with a new one, flushes the
-// aggregator and hands the records to a send goroutine, which owns the
-// in-flight slot the caller took.
-func (e *engine[I, T, S]) sealLocked(b *batch[T, S]) {
+// sealLocked replaces b, the current batch, with a new one and flushes the
+// aggregator. When that succeeds it lists b in flight and returns its
+// records for the caller to send (e.wg counts that send, which owns the
+// in-flight slot the caller took); otherwise it fails b and returns false.
+func (e *engine[I, T, S]) sealLocked(b *batch[T, S]) ([]Record, StatusDeaggregator[T, S], bool) {
 	e.cur = newBatch[T, S]()
 	e.curN.Store(0)
 	close(b.sealed)
@@ -384,12 +402,12 @@ func (e *engine[I, T, S]) sealLocked(b *batch[T, S]) {
 	if err != nil {
 		e.release()
 		b.finish(nil, nil, err)
-		return
+		return nil, nil, false
 	}
 	e.inflight[b] = struct{}{}
 	e.flightN.Add(int64(b.n))
 	e.wg.Add(1)
-	go e.send(b, recs, deagg)
+	return recs, deagg, true
 }
 
 func (e *engine[I, T, S]) release() {
@@ -469,7 +487,7 @@ func (e *engine[I, T, S]) flush(ctx context.Context) error {
 	pending := b.n > 0
 	e.mu.Unlock()
 	if pending {
-		if err := e.flushBatch(ctx, b); err != nil {
+		if err := e.flushBatch(ctx, b, false); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -626,5 +627,34 @@ func TestBoundedInFlight(t *testing.T) {
 	}
 	if m := sink.maxInside.Load(); m != 1 {
 		t.Fatalf("%d writes ran at once, limit 1", m)
+	}
+}
+
+// A lingering caller whose context is never done writes its batch in its
+// own goroutine (no send goroutine to hand it to and be woken by); one
+// whose context can be canceled hands the write to a goroutine, so that
+// it can still return at once when the context ends.
+func TestLingererWritesItsOwnBatch(t *testing.T) {
+	sink := newFakeSink(false)
+	inProduce := make(chan bool, 2)
+	sink.hook = func(Batch) error {
+		buf := make([]byte, 64<<10)
+		inProduce <- strings.Contains(string(buf[:runtime.Stack(buf, false)]), "producer.(*BatchProducer[...]).Produce")
+		return nil
+	}
+	p := mustNew(t, NewRecordAggregator(DefaultMaxBatchBytes), WithSink(sink), Linger(forever))
+	if _, err := p.Produce(context.Background(), Record{Value: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if !<-inProduce {
+		t.Fatal("a lone caller with context.Background: the sink was not called from its Produce")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := p.Produce(ctx, Record{Value: []byte("b")}); err != nil {
+		t.Fatal(err)
+	}
+	if <-inProduce {
+		t.Fatal("a caller with a cancelable context: the sink was called from its Produce")
 	}
 }

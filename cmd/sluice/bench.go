@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicedb/sluice/broker"
 	"github.com/sluicedb/sluice/internal/bench"
 )
 
@@ -23,10 +24,12 @@ func newBenchCmd() *cobra.Command {
 		Long: `Measure produce and consume throughput and latency against Sluice, Kafka or
 Redpanda. A progress line is printed every --interval and a summary at the
 end. With --broker-pid, the broker's own CPU time per record and its memory
-are read from /proc (the broker must run on this machine).`,
+are read from /proc (the broker must run on this machine). bench floor
+measures the disk under a data directory: the latency of one small
+write and fdatasync, the least a durable acknowledgement can take there.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchProduceCmd(), newBenchConsumeCmd())
+	cmd.AddCommand(newBenchProduceCmd(), newBenchConsumeCmd(), newBenchFloorCmd())
 	return cmd
 }
 
@@ -63,6 +66,7 @@ func newBenchProduceCmd() *cobra.Command {
 		acks        string
 		compression string
 		linger      time.Duration
+		floorDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "produce",
@@ -104,12 +108,21 @@ func newBenchProduceCmd() *cobra.Command {
 			if err != nil {
 				return c.wrap("create topic", err)
 			}
+			var floor *bench.FloorResult
+			if floorDir != "" {
+				fr, err := bench.Floor(ctx, bench.FloorConfig{Dir: floorDir, Ops: floorOpsWithRun, Size: 4096})
+				if err != nil {
+					return fmt.Errorf("bench produce --floor: %w", err)
+				}
+				floor = &fr
+			}
 			cfg.Topic, cfg.BrokerPID, cfg.Interval = common.topic, common.pid, common.interval
 			cfg.Progress = cmd.ErrOrStderr()
 			res, err := bench.Produce(ctx, c.cl, cfg)
 			if err != nil {
 				return err
 			}
+			res.Floor = floor
 			if err := common.report(cmd.OutOrStdout(), "produce", res); err != nil {
 				return err
 			}
@@ -131,6 +144,7 @@ func newBenchProduceCmd() *cobra.Command {
 	f.StringVar(&acks, "acks", "all", "all, leader or none")
 	f.StringVarP(&compression, "compression", "z", "none", "none, gzip, snappy, lz4 or zstd")
 	f.DurationVar(&linger, "linger", 0, "producer linger (Kafka's linger.ms)")
+	f.StringVar(&floorDir, "floor", "", "before the run, measure the disk's floor (as bench floor) in this directory, the broker's --data, and report it beside the latencies")
 	return cmd
 }
 
@@ -196,4 +210,61 @@ func compressionCodec(name string) (kgo.CompressionCodec, error) {
 		return kgo.ZstdCompression(), nil
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// floorOpsWithRun is how many writes bench produce --floor times before
+// its run: enough for a p99, a second or so on a disk syncing in 1 ms.
+const floorOpsWithRun = 1000
+
+func newBenchFloorCmd() *cobra.Command {
+	var (
+		cfg    bench.FloorConfig
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "floor",
+		Short: "Measure the latency of a small write and fdatasync on the data directory's disk",
+		Long: `Measure the disk under a data directory: create a scratch file there,
+write zeros over it and sync them (as the broker preallocates its
+segments), then time small overwrites, each followed by fdatasync, one at
+a time, and remove the file. The latency quantiles are the floor of any
+durable (acks=all) produce latency on that disk, and the writes per
+second the most one writer syncing each write can reach. No broker is
+needed; run it beside a broker's benchmark to state its floor from the
+same machine and run.`,
+		Example: `  sluice bench floor --data ./sluice-data
+  sluice bench floor --data /var/lib/sluice --duration 10s --size 512`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if f.Changed("duration") && !f.Changed("ops") {
+				cfg.Ops = 0
+			}
+			if cfg.Ops > 0 && cfg.Duration > 0 {
+				return usagef("bench floor: give --ops or --duration, not both")
+			}
+			if cfg.Ops < 0 || (cfg.Ops == 0 && cfg.Duration <= 0) {
+				return usagef("bench floor: --ops %d: want more than 0, or a --duration above 0", cfg.Ops)
+			}
+			if cfg.Size < 1 {
+				return usagef("bench floor: --size %d: want 1 or more", cfg.Size)
+			}
+			res, err := bench.Floor(cmd.Context(), cfg)
+			if err != nil {
+				return fmt.Errorf("bench floor: %w", err)
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+			}
+			bench.WriteFloor(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Dir, "data", broker.DefaultDataDir, "directory on the disk to measure (the broker's --data)")
+	f.IntVarP(&cfg.Ops, "ops", "n", 2000, "writes to time (0 or --duration: run for a time instead)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "run for this long instead of timing --ops writes")
+	f.IntVarP(&cfg.Size, "size", "s", 4096, "bytes per write")
+	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
+	return cmd
 }

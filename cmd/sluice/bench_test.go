@@ -98,3 +98,82 @@ func TestBenchRunLength(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchFloorREADME runs the README's bench floor commands (a data
+// directory of the test's own in place of ./sluice-data, fewer writes and
+// records) and checks their JSON results; then bench floor's refusals.
+func TestBenchFloorREADME(t *testing.T) {
+	var lines []string
+	for _, block := range fencedBlocks(t, "sh") {
+		for _, line := range strings.Split(block, "\n") {
+			if strings.Contains(line, "bench floor") || strings.Contains(line, "--floor") {
+				lines = append(lines, line)
+			}
+		}
+	}
+	if len(lines) < 2 {
+		t.Fatalf("README shows %d bench floor commands, want one of bench floor and one of bench produce --floor", len(lines))
+	}
+	dir := t.TempDir()
+	addr := brokertest.Start(t).Addr()
+	for _, line := range lines {
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = line[:i]
+		}
+		args, ok := strings.CutPrefix(strings.TrimSpace(line), "go run ./cmd/sluice bench ")
+		if !ok {
+			t.Fatalf("README line %q does not start with go run ./cmd/sluice bench", line)
+		}
+		argv := strings.Fields(strings.ReplaceAll(args, "./sluice-data", dir))
+		var out, errOut bytes.Buffer
+		cmd := newBenchCmd()
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		if argv[0] == "floor" {
+			argv = append(argv, "--ops", "100", "--json")
+		} else {
+			argv = append(argv, "-b", addr, "--records", "200", "--json")
+		}
+		cmd.SetArgs(argv)
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v (%s)", argv, err, errOut.String())
+		}
+		var floor *bench.FloorResult
+		if argv[0] == "floor" {
+			floor = new(bench.FloorResult)
+			if err := json.Unmarshal(out.Bytes(), floor); err != nil {
+				t.Fatalf("%v: %v in %q", argv, err, out.String())
+			}
+		} else {
+			var res bench.Result
+			if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+				t.Fatalf("%v: %v in %q", argv, err, out.String())
+			}
+			if res.Records != 200 || res.Latency.P50 <= 0 || res.Floor == nil {
+				t.Fatalf("%v: %+v", argv, res)
+			}
+			floor = res.Floor
+		}
+		if floor.Dir != dir || floor.Ops <= 0 || floor.Latency.P50 <= 0 || floor.Latency.P99 < floor.Latency.P50 || floor.Latency.Max < floor.Latency.P99 {
+			t.Fatalf("%v: floor %+v", argv, floor)
+		}
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"floor", "--data", dir, "--ops", "5", "--duration", "1s"}, "not both"},
+		{[]string{"floor", "--data", dir, "--ops", "0"}, "--ops 0"},
+		{[]string{"floor", "--data", dir, "--size", "0"}, "--size 0"},
+		{[]string{"floor", "--data", dir + "/missing"}, "no such file or directory"},
+	} {
+		cmd := newBenchCmd()
+		cmd.SetArgs(c.args)
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+}

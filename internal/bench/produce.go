@@ -66,6 +66,9 @@ type Result struct {
 	BrokerCPU time.Duration `json:"broker_cpu_ns,omitempty"`
 	BrokerRSS int64         `json:"broker_rss_bytes,omitempty"`
 	BrokerHWM int64         `json:"broker_peak_rss_bytes,omitempty"`
+	// Floor, when measured (bench produce --floor), is the disk's latency
+	// of one small write and fdatasync, measured just before the run.
+	Floor *FloorResult `json:"floor,omitempty"`
 }
 
 // RecordsPerSec is the throughput in records per second.
@@ -316,6 +319,11 @@ func WriteSummary(w io.Writer, what string, r Result) {
 		l := r.Latency
 		fmt.Fprintf(w, "latency: p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
 			fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.P999), fmtDur(l.Max))
+	}
+	if f := r.Floor; f != nil {
+		fmt.Fprintf(w, "floor:   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (%d B write + fdatasync in %s, %.0f ops/s)\n",
+			fmtDur(f.Latency.P50), fmtDur(f.Latency.P90), fmtDur(f.Latency.P99), fmtDur(f.Latency.P999), fmtDur(f.Latency.Max),
+			f.Size, f.Dir, f.OpsPerSec())
 	}
 	if r.BrokerCPU > 0 {
 		fmt.Fprintf(w, "broker: cpu %.2fs (%.2fµs/record), rss %.1f MiB, peak rss %.1f MiB\n",

@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// FloorConfig describes a floor run: timed small overwrites of a
+// pre-zeroed file, each followed by fdatasync, in a directory on the disk
+// to measure (a broker's data directory).
+type FloorConfig struct {
+	Dir      string        // where the scratch file is created (and removed)
+	Ops      int           // writes to time; 0 means until Duration
+	Duration time.Duration // run length when Ops is 0
+	Size     int           // bytes per write
+	// FileBytes is the size of the scratch file, zeroed and synced before
+	// the timed writes; they cycle through it. 0: 64 MiB, or less when
+	// Ops × Size is less.
+	FileBytes int64
+}
+
+// defaultFloorFile is the default FileBytes: large enough that the writes
+// of a short run never reuse a block, small enough to zero in a moment.
+const defaultFloorFile = 64 << 20
+
+func (c *FloorConfig) validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("a directory is required")
+	case c.Ops < 0:
+		return fmt.Errorf("ops %d must not be negative", c.Ops)
+	case c.Ops == 0 && c.Duration <= 0:
+		return errors.New("give an op count or a duration")
+	case c.Size < 1:
+		return fmt.Errorf("write size %d must be at least 1", c.Size)
+	case c.FileBytes < 0:
+		return fmt.Errorf("file size %d must not be negative", c.FileBytes)
+	}
+	st, err := os.Stat(c.Dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", c.Dir)
+	}
+	return nil
+}
+
+// FloorResult is the outcome of a floor run: what one durable write costs
+// on that disk with nothing else in the way, the least a durable
+// acknowledgement can take there.
+type FloorResult struct {
+	Dir     string        `json:"dir"`
+	Ops     int64         `json:"ops"`
+	Size    int           `json:"size"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Latency Latencies     `json:"latency_ns"` // one pwrite + fdatasync
+}
+
+// OpsPerSec is the number of durable writes per second, one at a time.
+func (r FloorResult) OpsPerSec() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
+
+// Floor measures the disk under cfg.Dir: it creates a scratch file there,
+// writes zeros over all of it and syncs them (so that the timed writes
+// allocate nothing and fdatasync flushes data only, as the broker's
+// preallocated segments do), then times, one at a time, a write of
+// cfg.Size bytes at the next offset followed by fdatasync. The file is
+// removed at the end. ctx ends the run early; the writes done so far are
+// reported.
+func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
+	if err := cfg.validate(); err != nil {
+		return FloorResult{}, err
+	}
+	size := cfg.FileBytes
+	if size == 0 {
+		size = defaultFloorFile
+		if cfg.Ops > 0 {
+			size = min(size, int64(cfg.Ops)*int64(cfg.Size))
+		}
+	}
+	size = max(size, int64(cfg.Size))
+	size -= size % int64(cfg.Size) // whole writes only
+	f, err := os.CreateTemp(cfg.Dir, ".sluice-bench-floor-*")
+	if err != nil {
+		return FloorResult{}, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := zeroFile(f, size); err != nil {
+		return FloorResult{}, fmt.Errorf("zero %s: %w", f.Name(), err)
+	}
+
+	buf := make([]byte, cfg.Size)
+	for i := range buf {
+		buf[i] = byte(i*7 + 1) // not zeros: the disk must write them
+	}
+	var h Histogram
+	var off int64
+	start := time.Now()
+	var deadline time.Time
+	if cfg.Ops == 0 {
+		deadline = start.Add(cfg.Duration)
+	}
+	for n := 0; cfg.Ops == 0 || n < cfg.Ops; n++ {
+		if ctx.Err() != nil || (cfg.Ops == 0 && !time.Now().Before(deadline)) {
+			break
+		}
+		t0 := time.Now()
+		if _, err := f.WriteAt(buf, off); err != nil {
+			return FloorResult{}, err
+		}
+		if err := fdatasync(f); err != nil {
+			return FloorResult{}, fmt.Errorf("fdatasync %s: %w", f.Name(), err)
+		}
+		h.Record(time.Since(t0))
+		if off += int64(cfg.Size); off+int64(cfg.Size) > size {
+			off = 0
+		}
+	}
+	return FloorResult{
+		Dir:     cfg.Dir,
+		Ops:     int64(h.Count()),
+		Size:    cfg.Size,
+		Elapsed: time.Since(start),
+		Latency: h.Summary(),
+	}, nil
+}
+
+// zeroFile writes size bytes of zeros to f from offset 0 and syncs them.
+func zeroFile(f *os.File, size int64) error {
+	zero := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(zero)) {
+		if _, err := f.WriteAt(zero[:min(int64(len(zero)), size-off)], off); err != nil {
+			return err
+		}
+	}
+	return f.Sync() // size and blocks, once
+}
+
+// WriteFloor prints a floor result in the style of WriteSummary.
+func WriteFloor(w io.Writer, r FloorResult) {
+	l := r.Latency
+	fmt.Fprintf(w, "floor: %d writes of %d B + fdatasync in %s in %.2fs: %.0f ops/s\n",
+		r.Ops, r.Size, r.Dir, r.Elapsed.Seconds(), r.OpsPerSec())
+	fmt.Fprintf(w, "latency: p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
+		fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.P999), fmtDur(l.Max))
+}

@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFloor times the requested writes on a pre-zeroed scratch file, cycles
+// through a file smaller than the run, removes the file, and refuses bad
+// configurations with a message naming the problem.
+func TestFloor(t *testing.T) {
+	dir := t.TempDir()
+	res, err := Floor(context.Background(), FloorConfig{Dir: dir, Ops: 50, Size: 512, FileBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.Latency
+	if res.Ops != 50 || res.Size != 512 || res.Dir != dir || res.Elapsed <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max || res.OpsPerSec() <= 0 {
+		t.Fatalf("latencies %+v, %.0f ops/s", l, res.OpsPerSec())
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("scratch file left behind: %v %v", left, err)
+	}
+	var out bytes.Buffer
+	WriteFloor(&out, res)
+	if !strings.HasPrefix(out.String(), "floor: 50 writes of 512 B + fdatasync in "+dir) || !strings.Contains(out.String(), "p99 ") {
+		t.Fatalf("summary %q", out.String())
+	}
+
+	// A duration bounds the run instead of a count.
+	res, err = Floor(context.Background(), FloorConfig{Dir: dir, Duration: 20 * time.Millisecond, Size: 4096})
+	if err != nil || res.Ops < 1 {
+		t.Fatalf("by duration: %d ops, %v", res.Ops, err)
+	}
+
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg  FloorConfig
+		want string
+	}{
+		{FloorConfig{Ops: 1, Size: 1}, "a directory is required"},
+		{FloorConfig{Dir: dir, Size: 1}, "give an op count or a duration"},
+		{FloorConfig{Dir: dir, Ops: 1}, "write size 0"},
+		{FloorConfig{Dir: filepath.Join(dir, "missing"), Ops: 1, Size: 1}, "no such file or directory"},
+		{FloorConfig{Dir: file, Ops: 1, Size: 1}, "is not a directory"},
+	} {
+		if _, err := Floor(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c.cfg, err, c.want)
+		}
+	}
+}
