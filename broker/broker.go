@@ -128,7 +128,7 @@ type Broker struct {
 	closing   atomic.Bool  // set first by Close
 	stopCtx   context.Context
 	stop      context.CancelFunc // cancels stopCtx: wakes long polls and blocked handlers
-	wg        sync.WaitGroup     // the accept goroutine and connection goroutines
+	wg        sync.WaitGroup     // the accept goroutine, connection goroutines and preparers of new partitions (prepareParts)
 
 	startOnce sync.Once
 	listening bool // set by Start (under startOnce and mu)

@@ -173,6 +173,29 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 	return p, nil
 }
 
+// prepareParts makes the directories and first segment files of
+// partitions just created (partition.Prepare), one after another on a
+// goroutine of its own, so that creating a topic writes only its
+// topic.json and the first write to each partition finds its files
+// made. It stops when the broker closes; a partition it has not reached
+// makes its files at its first write (or deleteTopic makes them before
+// moving the directory away).
+func (b *Broker) prepareParts(parts []*partition.Partition) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for _, p := range parts {
+			if b.closing.Load() {
+				return
+			}
+			if err := p.Prepare(); err != nil {
+				b.cfg.logger.Warn("making a new partition's files failed; its first write tries again", "topic", p.Topic(), "partition", p.Index(), "err", err)
+				return
+			}
+		}
+	}()
+}
+
 // allocPID returns a new producer id, reserving a new block in
 // cluster.json when the current one is used up.
 func (b *Broker) allocPID() (int64, error) {
