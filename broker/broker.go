@@ -246,6 +246,11 @@ func (b *Broker) start() error {
 	if b.closing.Load() {
 		return errors.New("broker: closed")
 	}
+	if b.wal != nil {
+		// The first WAL segment is zeroed and synced in the background
+		// from now, not by the first produce after the start.
+		b.wal.Start()
+	}
 	var lns []*listener
 	closeAll := func() {
 		for _, l := range lns {

@@ -34,11 +34,18 @@ func (b *Broker) load() error {
 		}
 		u := newUUID()
 		b.cluster = meta.Cluster{ClusterID: "sluice-" + hex.EncodeToString(u[:8])}
-		if err := b.layout.WriteCluster(b.fs, b.cluster); err != nil {
-			return fmt.Errorf("broker: %w", err)
-		}
 	}
-	b.nextPID.Store(b.cluster.PIDLimit)
+	// Ids from the last reservation on are unused: reserve the next
+	// block now, so that the first InitProducerID after a start does not
+	// write cluster.json.
+	first := b.cluster.PIDLimit
+	c := b.cluster
+	c.PIDLimit = first + meta.PIDBlock
+	if err := b.layout.WriteCluster(b.fs, c); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b.cluster = c
+	b.nextPID.Store(first)
 
 	names, err := b.fs.ReadDir(b.layout.TopicsDir())
 	if err != nil {
