@@ -180,25 +180,42 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 	return p, nil
 }
 
-// prepareParts makes the directories and first segment files of
-// partitions just created (partition.Prepare), one after another on a
-// goroutine of its own, so that creating a topic writes only its
-// topic.json and the first write to each partition finds its files
-// made. It stops when the broker closes; a partition it has not reached
-// makes its files at its first write (or deleteTopic makes them before
-// moving the directory away).
-func (b *Broker) prepareParts(parts []*partition.Partition) {
+// prepareParts makes the directories and first segment files of the
+// partitions of a topic just created or grown (partition.Prepare), one
+// after another on a goroutine of its own, then makes their directory
+// entries durable with one vfs.SyncDirs (with the topic directory), so
+// that creating a topic writes only its topic.json and the first write
+// to each partition finds its files made and synced into place. It stops
+// when the broker closes; a partition it has not reached makes its files
+// at its first write and syncs their entries at its first Sync (and
+// deleteTopic makes them before moving the directory away).
+func (b *Broker) prepareParts(topic string, parts []*partition.Partition) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
+		var dirs []string
+		var made []*partition.Partition
 		for _, p := range parts {
 			if b.closing.Load() {
 				return
 			}
 			if err := p.Prepare(); err != nil {
 				b.cfg.logger.Warn("making a new partition's files failed; its first write tries again", "topic", p.Topic(), "partition", p.Index(), "err", err)
-				return
+				break
 			}
+			dirs = append(dirs, p.Dir())
+			made = append(made, p)
+		}
+		if len(made) == 0 || b.closing.Load() {
+			return
+		}
+		if err := vfs.SyncDirs(b.fs, append(dirs, b.layout.TopicDir(topic))); err != nil {
+			// The partitions' first Syncs sync their directories instead.
+			b.cfg.logger.Debug("syncing new partitions' directories failed", "topic", topic, "err", err)
+			return
+		}
+		for _, p := range made {
+			p.DirsSynced()
 		}
 	}()
 }

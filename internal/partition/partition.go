@@ -160,6 +160,10 @@ func Open(cfg Config) (*Partition, error) {
 // at its path any more, so its directory can be renamed away.
 func (p *Partition) Prepare() error { return p.log.Prepare() }
 
+// DirsSynced tells a new partition, after a successful Prepare, that
+// the caller made its directory entries durable (see storage.Log.DirsSynced).
+func (p *Partition) DirsSynced() { p.log.DirsSynced() }
+
 // Close stops the partition without a final snapshot.
 func (p *Partition) Close() error { return p.close(false) }
 

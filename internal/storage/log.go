@@ -314,6 +314,16 @@ func (l *Log) Sync() error {
 	return nil
 }
 
+// DirsSynced tells a log made by Create that its caller made its
+// directory entries durable after Prepare succeeded (vfs.SyncDirs over
+// the directories of many new logs and their parent), so that its first
+// Sync syncs its file only. It does nothing otherwise.
+func (l *Log) DirsSynced() {
+	if l.lazy != nil && l.lazy.made() != nil {
+		l.dirPending.Store(false)
+	}
+}
+
 // syncDir syncs the log's directory and, the first time for a log made
 // by Create (dirPending), the directory's entry in its parent.
 func (l *Log) syncDir() error {

@@ -107,6 +107,16 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
+// SyncDirs makes the entries of every directory in dirs durable: on
+// Linux with one syncfs(2) of the filesystem holding them (all must be
+// on one), elsewhere a directory fsync each.
+func (osFS) SyncDirs(dirs []string) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	return syncDirs(dirs)
+}
+
 // SyncHeld is f.Sync for a sync that its caller runs one at a time on
 // the latency path (the shared write-ahead log's round): for a file of
 // the OS filesystem on Linux the fdatasync keeps the calling goroutine's
