@@ -75,7 +75,7 @@ func main() {
 	only := flag.String("workloads", "", "comma-separated workload names (default all)")
 	baseline := flag.String("baseline", "", "a second sluice binary (an earlier build), run as broker sluice-before beside --sluice")
 	timeout := flag.Duration("timeout", 0, "passed to each `sluice bench` run as --timeout (0: its default); a loaded machine creates 2000 partitions slowly")
-	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all): sluice, sluice-before, kfake-mem, kfake-sync")
+	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all but sluice-console): sluice, sluice-console (its default configuration, console on), sluice-before, kfake-mem, kfake-sync")
 	flag.Parse()
 	if *sluiceBin == "" || *kfakeBin == "" {
 		fmt.Fprintln(os.Stderr, "benchcompare: --sluice and --kfake are required")
@@ -87,6 +87,15 @@ func main() {
 			cmd := exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
 			cmd.Env = append(os.Environ(), "SLUICE_SCHEMA_REGISTRY=")
 			return cmd
+		}},
+		{"sluice-console", func(_, dir string, port int) *exec.Cmd {
+			// The default configuration: console, metrics and the schema
+			// registry on (on a free port instead of the default 9644).
+			hp, err := freePort()
+			if err != nil {
+				hp = port + 1
+			}
+			return exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", fmt.Sprintf("127.0.0.1:%d", hp))
 		}},
 		{"kfake-mem", func(_, _ string, port int) *exec.Cmd {
 			return exec.Command(*kfakeBin, "--port", fmt.Sprint(port))
@@ -102,15 +111,13 @@ func main() {
 			return cmd
 		}}}, kinds[1:]...)...)
 	}
-	if *brokers != "" {
-		var keep []brokerKind
-		for _, k := range kinds {
-			if slices.Contains(strings.Split(*brokers, ","), k.name) {
-				keep = append(keep, k)
-			}
+	var keep []brokerKind
+	for _, k := range kinds {
+		if *brokers == "" && k.name != "sluice-console" || slices.Contains(strings.Split(*brokers, ","), k.name) {
+			keep = append(keep, k)
 		}
-		kinds = keep
 	}
+	kinds = keep
 	sel := workloads
 	if *only != "" {
 		sel = nil
