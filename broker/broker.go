@@ -131,7 +131,7 @@ type Broker struct {
 	closing   atomic.Bool  // set first by Close
 	stopCtx   context.Context
 	stop      context.CancelFunc // cancels stopCtx: wakes long polls and blocked handlers
-	wg        sync.WaitGroup     // the accept goroutine and connection goroutines
+	wg        sync.WaitGroup     // the accept goroutine, connection goroutines and preparers of new partitions (prepareParts)
 
 	startOnce sync.Once
 	listening bool // set by Start (under startOnce and mu)
@@ -253,6 +253,11 @@ func (b *Broker) Start() error {
 func (b *Broker) start() error {
 	if b.closing.Load() {
 		return errors.New("broker: closed")
+	}
+	if b.wal != nil {
+		// The first WAL segment is zeroed and synced in the background
+		// from now, not by the first produce after the start.
+		b.wal.Start()
 	}
 	var lns []*listener
 	closeAll := func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/sluicedb/sluice/internal/vfs"
 )
@@ -100,5 +101,33 @@ func TestTopicLifecycleCrashAtEveryBoundary(t *testing.T) {
 		if len(missing) > 0 {
 			t.Fatalf("cut before op %d: partitions without a directory: %v", n, missing)
 		}
+	}
+}
+
+// TestCreatedPartitionsPreparedDurably checks the background preparation
+// of a new topic's partitions: their directories and first segments are
+// made after the create is answered and synced into place without a
+// write, so that a power cut afterwards keeps them.
+func TestCreatedPartitionsPreparedDurably(t *testing.T) {
+	fs := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(fs), WAL(false))
+	if err := b.CreateTopic(context.Background(), "t", 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	segs := func(m *vfs.MemFS) int {
+		n := 0
+		for i := range 8 {
+			if _, err := m.Stat(fmt.Sprintf("/data/topics/t/%d/00000000000000000000.log", i)); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for segs(fs.CrashClone(vfs.CrashOptions{})) < 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a power cut %d of 8 new partitions have their segment file; want all once prepared", segs(fs.CrashClone(vfs.CrashOptions{})))
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -129,6 +129,7 @@ func (b *Broker) createTopicAs(name string, partitions int32, configs map[string
 	b.byID[t.id] = t
 	b.mu.Unlock()
 	b.metrics.topics.Inc()
+	b.prepareParts(name, t.parts)
 	b.cfg.logger.Info("topic created", "topic", name, "partitions", partitions)
 	return t, nil
 }
@@ -178,6 +179,13 @@ func (b *Broker) deleteTopic(name string) error {
 	del := b.layout.DeletedDir()
 	aside := b.layout.DeletedTopicDir(name, uuidString(t.id))
 	err := vfs.MkdirAllDurable(b.fs, del)
+	for _, p := range t.parts {
+		// A partition created moments ago may not have made its files
+		// yet: made after the rename, they would appear at the old path.
+		if err == nil {
+			err = p.Prepare()
+		}
+	}
 	renamed := false
 	if err == nil {
 		if err = b.fs.Rename(b.layout.TopicDir(name), aside); err == nil {
@@ -271,6 +279,7 @@ func (b *Broker) addPartitions(name string, count int32, validateOnly bool) erro
 	b.topics[name] = nt
 	b.byID[nt.id] = nt
 	b.mu.Unlock()
+	b.prepareParts(name, nt.parts[have:])
 	b.cfg.logger.Info("partitions added", "topic", name, "partitions", count)
 	return nil
 }

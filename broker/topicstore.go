@@ -40,11 +40,18 @@ func (b *Broker) load() error {
 		}
 		u := newUUID()
 		b.cluster = meta.Cluster{ClusterID: "sluice-" + hex.EncodeToString(u[:8])}
-		if err := b.layout.WriteCluster(b.fs, b.cluster); err != nil {
-			return fmt.Errorf("broker: %w", err)
-		}
 	}
-	b.nextPID.Store(b.cluster.PIDLimit)
+	// Ids from the last reservation on are unused: reserve the next
+	// block now, so that the first InitProducerID after a start does not
+	// write cluster.json.
+	first := b.cluster.PIDLimit
+	c := b.cluster
+	c.PIDLimit = first + meta.PIDBlock
+	if err := b.layout.WriteCluster(b.fs, c); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b.cluster = c
+	b.nextPID.Store(first)
 
 	names, err := b.fs.ReadDir(b.layout.TopicsDir())
 	if err != nil {
@@ -177,6 +184,61 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	return p, nil
+}
+
+// prepareParts makes the directories and first segment files of the
+// partitions of a topic just created or grown (partition.Prepare), then
+// makes their directory entries durable with one vfs.SyncDirs (with the
+// topic directory), so that the first write to each partition finds its
+// files made and synced into place. A topic of fewer than
+// preparedInline partitions is prepared before the create is answered
+// (a few fsyncs); a larger one on a goroutine of its own after it, so
+// that creating it writes only its topic.json. That goroutine stops when
+// the broker closes; a partition it has not reached makes its files at
+// its first write and syncs their entries at its first Sync (and
+// deleteTopic makes them before moving the directory away).
+func (b *Broker) prepareParts(topic string, parts []*partition.Partition) {
+	if len(parts) < preparedInline {
+		b.prepare(topic, parts)
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.prepare(topic, parts)
+	}()
+}
+
+// preparedInline: topics with fewer new partitions are prepared while
+// they are created (prepareParts).
+const preparedInline = 32
+
+// prepare is prepareParts' work.
+func (b *Broker) prepare(topic string, parts []*partition.Partition) {
+	var dirs []string
+	var made []*partition.Partition
+	for _, p := range parts {
+		if b.closing.Load() {
+			return
+		}
+		if err := p.Prepare(); err != nil {
+			b.cfg.logger.Warn("making a new partition's files failed; its first write tries again", "topic", p.Topic(), "partition", p.Index(), "err", err)
+			break
+		}
+		dirs = append(dirs, p.Dir())
+		made = append(made, p)
+	}
+	if len(made) == 0 || b.closing.Load() {
+		return
+	}
+	if err := vfs.SyncDirs(b.fs, append(dirs, b.layout.TopicDir(topic))); err != nil {
+		// The partitions' first Syncs sync their directories instead.
+		b.cfg.logger.Debug("syncing new partitions' directories failed", "topic", topic, "err", err)
+		return
+	}
+	for _, p := range made {
+		p.DirsSynced()
+	}
 }
 
 // allocPID returns a new producer id, reserving a new block in

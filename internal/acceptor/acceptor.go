@@ -64,7 +64,12 @@ type Acceptor struct {
 	// order.
 	queued  atomic.Int64
 	failure atomic.Pointer[failure] // why the partition stopped; nil while healthy
-	queue   chan *waiter
+	// queue is the channel of queued appends. It starts small
+	// (initialQueue) and grows up to Config.QueueSize when full (grow),
+	// so that thousands of idle partitions hold a few slots each. A grown
+	// queue's old channel is closed once emptied into the new one: the
+	// run goroutine, seeing it closed, loads queue again.
+	queue atomic.Pointer[chan *waiter]
 
 	run runState // owned by the run goroutine (see runMu)
 
@@ -103,12 +108,13 @@ func start(log partitionLog, cfg Config) *Acceptor {
 	a := &Acceptor{
 		cfg:     cfg,
 		log:     log,
-		queue:   make(chan *waiter, cfg.QueueSize),
 		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	q := make(chan *waiter, min(initialQueue, cfg.QueueSize))
+	a.queue.Store(&q)
 	hw := log.NextOffset()
 	if err := log.Sync(); err != nil {
 		a.failure.Store(&failure{cause: fmt.Errorf("sync at start: %w", err)})
@@ -182,14 +188,29 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 		return Pending{a, w}, nil
 	}
 	a.queued.Add(1)
-	select {
-	case a.queue <- w: // fast path: room in the queue
+	for {
+		q := a.queue.Load()
+		select {
+		case *q <- w: // fast path: room in the queue
+			a.sendMu.RUnlock()
+			return Pending{a, w}, nil
+		default:
+		}
+		if cap(*q) >= a.cfg.QueueSize {
+			break // full at its largest: wait for room
+		}
 		a.sendMu.RUnlock()
-		return Pending{a, w}, nil
-	default:
+		a.grow(q)
+		a.sendMu.RLock()
+		if a.sendClosed {
+			a.queued.Add(-1)
+			a.sendMu.RUnlock()
+			a.recycle(w)
+			return Pending{}, ErrClosed
+		}
 	}
 	select {
-	case a.queue <- w:
+	case *a.queue.Load() <- w: // not replaced while full at its largest
 		a.sendMu.RUnlock()
 	case <-ctx.Done():
 		a.queued.Add(-1)
@@ -203,6 +224,35 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 		return Pending{}, ErrClosed
 	}
 	return Pending{a, w}, nil
+}
+
+// initialQueue is the capacity an acceptor's queue starts with; it
+// grows fourfold each time it is found full, up to Config.QueueSize.
+const initialQueue = 16
+
+// grow replaces the queue q, found full, with one four times larger
+// (at most Config.QueueSize), moving its appends over in their order,
+// unless another sender grew it first or the acceptor is closed. The run
+// goroutine may take appends from q meanwhile: it takes the moved ones
+// from the new queue once it finds q closed, so the order holds.
+func (a *Acceptor) grow(q *chan *waiter) {
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	if a.sendClosed || a.queue.Load() != q {
+		return
+	}
+	old := *q
+	nq := make(chan *waiter, min(4*cap(old), a.cfg.QueueSize))
+	for moved := true; moved; {
+		select {
+		case w := <-old:
+			nq <- w
+		default:
+			moved = false
+		}
+	}
+	a.queue.Store(&nq)
+	close(old)
 }
 
 // tryInline handles and writes a queued-to-be append on the caller's

@@ -832,7 +832,7 @@ func TestWriteDuringFsyncWaitsForTheNextOne(t *testing.T) {
 	expect(t, entered, "sync")
 	r0, o0 := mkReq(2, 100, 0, true)
 	c0 := goAppend(ctx, fx.a, r0, o0)
-	waitFor(t, func() bool { return len(fx.a.queue) == 1 }, "the second append to be queued")
+	waitFor(t, func() bool { return len(*fx.a.queue.Load()) == 1 }, "the second append to be queued")
 	gate <- struct{}{}
 	cw.wait(t)
 	expect(t, entered, "append")
@@ -920,7 +920,7 @@ func TestLoneAppendsSyncInline(t *testing.T) {
 	expect(t, entered, "sync")
 	r6, o6 := mkReq(1, 50, 6, true)
 	c6 := goAppend(ctx, fx.a, r6, o6)
-	waitFor(t, func() bool { return len(fx.a.queue) == 1 }, "an append to be queued during the fsync")
+	waitFor(t, func() bool { return len(*fx.a.queue.Load()) == 1 }, "an append to be queued during the fsync")
 	gate <- struct{}{}
 	c5.wait(t)
 	expect(t, entered, "append")
@@ -1007,5 +1007,56 @@ func TestCoalescingGrowsBuffer(t *testing.T) {
 	checkData(t, data, calls...)
 	if _, batches := appendOps(ops); fmt.Sprint(batches) != "[1 40]" {
 		t.Fatalf("batches per write = %v, want [1 40] (the grown buffer written once)", batches)
+	}
+}
+
+// TestQueueGrowsInOrder checks the queue's growth on demand: it starts
+// with a few slots, grows (up to QueueSize) while the run goroutine is
+// held in a write, and the appends queued across the growths are written
+// in the order they were queued; a queue at QueueSize blocks the next
+// append until there is room.
+func TestQueueGrowsInOrder(t *testing.T) {
+	const max = 300
+	fx := newFixture(t, func(c *Config) { c.QueueSize = max })
+	if got := cap(*fx.a.queue.Load()); got != initialQueue {
+		t.Fatalf("a new acceptor's queue has %d slots, want %d", got, initialQueue)
+	}
+	entered, release := fx.gateAppends()
+	ctx := context.Background()
+	r0, _ := mkReq(1, 10, 0, false)
+	first, err := fx.a.Enqueue(ctx, r0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, entered, "append") // the run goroutine holds the first append
+	var ps []Pending
+	for i := range max {
+		r, _ := mkReq(1, 10, int64(i+1), false)
+		p, err := fx.a.Enqueue(ctx, r)
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		ps = append(ps, p)
+	}
+	if got := cap(*fx.a.queue.Load()); got != max {
+		t.Fatalf("after %d queued appends the queue has %d slots, want %d", max, got, max)
+	}
+	blocked, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := fx.a.Enqueue(blocked, r0); err != context.DeadlineExceeded {
+		t.Fatalf("an append to a full queue at QueueSize: %v, want it to wait until its context ends", err)
+	}
+	release()
+	if _, err := first.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		res, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if res.BaseOffset != int64(i+1) {
+			t.Fatalf("append %d written at offset %d, want %d: the queue's growth reordered appends", i, res.BaseOffset, i+1)
+		}
 	}
 }

@@ -41,7 +41,7 @@ func (p FsyncPolicy) String() string {
 
 // Config tunes an acceptor. Zero values take the defaults noted.
 type Config struct {
-	QueueSize      int           // bounded queue of appends; default 4096
+	QueueSize      int           // most appends queued (the queue starts at 16 slots and grows when full); default 4096
 	BufferSize     int           // coalescing buffer; default 1 MiB
 	FlushInterval  time.Duration // fsync at least this often under sustained load; default 1 s
 	Fsync          FsyncPolicy   // default FsyncAlways

@@ -251,9 +251,9 @@ func goAppend(ctx context.Context, a *Acceptor, req *Request, orig []byte) *call
 // that a test controls the queue's order.
 func queueAppend(t *testing.T, ctx context.Context, a *Acceptor, req *Request, orig []byte) *call {
 	t.Helper()
-	before := len(a.queue)
+	before := len(*a.queue.Load())
 	c := goAppend(ctx, a, req, orig)
-	waitFor(t, func() bool { return len(a.queue) > before }, "append to enter the queue")
+	waitFor(t, func() bool { return len(*a.queue.Load()) > before }, "append to enter the queue")
 	return c
 }
 

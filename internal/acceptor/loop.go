@@ -215,8 +215,13 @@ func (a *Acceptor) loop() {
 
 	for {
 		var w *waiter
+		var ok bool
+		q := *a.queue.Load()
 		select {
-		case w = <-a.queue:
+		case w, ok = <-q:
+			if !ok {
+				continue // the queue grew: take from the new one
+			}
 			a.queued.Add(-1)
 		default:
 			if r.idle() {
@@ -230,7 +235,10 @@ func (a *Acceptor) loop() {
 			ev := evNone
 			a.runMu.Unlock()
 			select {
-			case w = <-a.queue:
+			case w, ok = <-q:
+				if !ok {
+					ev = evKick // the queue grew: look again
+				}
 			case err = <-r.syncDone:
 				ev = evSync
 			case <-flushC:
@@ -809,7 +817,10 @@ func (r *runState) healWAL() error {
 func (r *runState) shutdown() {
 	for {
 		select {
-		case w := <-r.a.queue:
+		case w, ok := <-*r.a.queue.Load():
+			if !ok {
+				continue // grown before Close: the appends moved to the new queue
+			}
 			r.a.queued.Add(-1)
 			r.handle(w)
 			continue

@@ -22,8 +22,12 @@ type Config struct {
 	Dir   string // the partition's directory (meta.Layout.PartitionDir)
 	Topic string
 	Index int32
-	// Create: the partition is new; its directory is created (the
-	// caller fsyncs the topic directory) and no snapshot is looked for.
+	// Create: the partition is new (its directory does not exist) and
+	// no snapshot is looked for. Its directory and first segment are
+	// made by Prepare, which the caller runs off the request path, or
+	// by the first write (storage.Create), and become durable with its
+	// first durable write: a power cut before leaves an empty partition
+	// that an Open without Create makes again.
 	Create bool
 	// Storage configures the log. Open sets its RetainFrom (retention
 	// never removes an open transaction's records) and Logger.
@@ -82,14 +86,6 @@ type Partition struct {
 // snapshot, rebuilds the state from the log after it and starts the
 // acceptor.
 func Open(cfg Config) (*Partition, error) {
-	if cfg.Create {
-		// The new directory's entry in its topic directory is made
-		// durable by the caller, once for all the partitions it creates:
-		// the topic.json write that publishes them fsyncs that directory.
-		if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
-			return nil, fmt.Errorf("create %s: %w", cfg.Dir, err)
-		}
-	}
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
@@ -110,7 +106,11 @@ func Open(cfg Config) (*Partition, error) {
 	// past the first offset of the oldest one).
 	txns := p.txns
 	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
-	l, err := storage.Open(cfg.FS, cfg.Dir, scfg)
+	open := storage.Open
+	if cfg.Create {
+		open = storage.Create
+	}
+	l, err := open(cfg.FS, cfg.Dir, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s/%d: %w", cfg.Topic, cfg.Index, err)
 	}
@@ -153,6 +153,16 @@ func Open(cfg Config) (*Partition, error) {
 	p.acc = acceptor.Start(l, acfg)
 	return p, nil
 }
+
+// Prepare makes a new partition's directory and first segment, if
+// they are not made yet (see Config.Create), without syncing them; it
+// may run on any goroutine. Afterwards nothing of the partition is made
+// at its path any more, so its directory can be renamed away.
+func (p *Partition) Prepare() error { return p.log.Prepare() }
+
+// DirsSynced tells a new partition, after a successful Prepare, that
+// the caller made its directory entries durable (see storage.Log.DirsSynced).
+func (p *Partition) DirsSynced() { p.log.DirsSynced() }
 
 // Close stops the partition without a final snapshot.
 func (p *Partition) Close() error { return p.close(false) }

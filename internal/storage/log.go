@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,13 @@ type Log struct {
 	failMu     sync.Mutex // guards failed and syncFailed; taken alone, never with mu
 	failed     error      // the first write-path failure; refuses writes after it
 	syncFailed bool       // an fsync failed since the log last recovered (see recover)
+
+	// dirPending is set by Create: the log's directory entries are not
+	// durable yet. The first Sync with bytes to sync syncs the directory
+	// and its parent too and clears it; until then a Sync has nothing to
+	// do. lazy is Create's first segment file (nil after Open).
+	dirPending atomic.Bool
+	lazy       *lazyFile
 
 	// Writer-only state (the goroutine calling the writing methods).
 	report RecoveryReport // what Open did; immutable afterwards
@@ -288,12 +296,59 @@ func (l *Log) Sync() error {
 		return ErrClosed
 	}
 	defer a.release()
+	pending := l.dirPending.Load()
+	if pending && size == 0 {
+		return nil // a created log holding nothing: nothing to make durable
+	}
 	if err := a.file.Sync(); err != nil { // flushes a write-behind tail first
 		return l.fail("sync "+a.path, err)
+	}
+	if pending {
+		if err := l.syncDir(); err != nil {
+			return l.fail("sync", err)
+		}
 	}
 	l.mu.Lock()
 	a.synced = max(a.synced, size)
 	l.mu.Unlock()
+	return nil
+}
+
+// DirsSynced tells a log made by Create that its caller made its
+// directory entries durable after Prepare succeeded (vfs.SyncDirs over
+// the directories of many new logs and their parent), so that its first
+// Sync syncs its file only. It does nothing otherwise.
+func (l *Log) DirsSynced() {
+	if l.lazy != nil && l.lazy.made() != nil {
+		l.dirPending.Store(false)
+	}
+}
+
+// syncDir syncs the log's directory and, the first time for a log made
+// by Create (dirPending), the directory's entry in its parent.
+func (l *Log) syncDir() error {
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", l.dir, err)
+	}
+	if l.dirPending.Load() {
+		if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
+			return fmt.Errorf("sync directory %s: %w", filepath.Dir(l.dir), err)
+		}
+		l.dirPending.Store(false)
+	}
+	return nil
+}
+
+// Prepare makes the directory and first segment file of a log made by
+// Create, if they do not exist yet, without syncing them (see Create).
+// It may run on any goroutine; a log made by Open has nothing to do.
+func (l *Log) Prepare() error {
+	if l.lazy == nil {
+		return nil
+	}
+	if _, err := l.lazy.file(); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
 	return nil
 }
 
@@ -397,9 +452,9 @@ func (l *Log) Roll() error {
 	if err != nil {
 		return l.fail("roll", err)
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.syncDir(); err != nil {
 		s.release()
-		return l.fail("sync directory "+l.dir+" after roll", err)
+		return l.fail("roll", err)
 	}
 	l.mu.Lock()
 	l.segs = append(l.segs, s)
@@ -457,8 +512,8 @@ func (l *Log) writeCleanShutdown() error {
 	if err := writeIndexes(l.fs, a); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("storage: close: sync directory: %w", err)
+	if err := l.syncDir(); err != nil {
+		return fmt.Errorf("storage: close: %w", err)
 	}
 	if err := writeCheckpoint(l.fs, l.dir, checkpoint{activeBase: a.base, activeSize: a.size, next: a.next}); err != nil {
 		return fmt.Errorf("storage: close: %w", err)

@@ -148,6 +148,9 @@ func (s Slice) WriteTo(w io.Writer) (int64, error) {
 		if t, ok := f.(*tailFile); ok {
 			f, inFile = t.f, min(s.n, max(0, t.flushedEnd()-s.pos))
 		}
+		if z, ok := f.(*lazyFile); ok {
+			f = z.made()
+		}
 		if of, ok := f.(vfs.OSFile); ok && inFile > 0 {
 			n, handled, err := sendfile(tc, of.OS(), s.pos, inFile)
 			if handled {

@@ -302,6 +302,31 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	return l, nil
 }
 
+// Create makes a new, empty log in dir, which must not exist yet (its
+// parent must). It touches no file: dir and the first segment are made
+// by Prepare, or by the first write, and their directory entries become
+// durable with the first Sync that has bytes to make durable (dir's
+// entry in its parent, the segment's in dir). A power cut before that
+// loses only an empty log, which Open makes again.
+func Create(fs vfs.FS, dir string, cfg Config) (*Log, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{fs: fs, dir: dir, cfg: cfg}
+	l.lazy = &lazyFile{fs: fs, dir: dir, path: filepath.Join(dir, segmentName(0)+logSuffix)}
+	var f vfs.File = l.lazy
+	if cfg.WriteBehind > 0 {
+		f = newTailFile(f, 0, cfg.WriteBehind)
+	}
+	s := newSegment(dir, 0, f)
+	l.segs = []*segment{s}
+	l.report.Segments = 1
+	l.report.Clean = true
+	l.dirPending.Store(true)
+	return l, nil
+}
+
 // createSegment creates an empty segment file at base. The caller syncs
 // the directory.
 func (l *Log) createSegment(base int64) (*segment, error) {

@@ -190,3 +190,26 @@ func RemoveAllDurable(fs FS, dir string) error {
 	}
 	return SyncParent(fs, dir)
 }
+
+// DirsSyncer is implemented by filesystems that make the entries of many
+// directories durable in one call (the operating system's on Linux).
+type DirsSyncer interface {
+	SyncDirs(dirs []string) error
+}
+
+// SyncDirs makes the entries of every directory in dirs durable, as a
+// SyncDir of each would: in one call when fs is a DirsSyncer, else one
+// SyncDir each. The directories must be on one filesystem. It bounds the
+// syncs of a batch of new directories (the partitions of a new topic) to
+// one.
+func SyncDirs(fs FS, dirs []string) error {
+	if ds, ok := fs.(DirsSyncer); ok {
+		return ds.SyncDirs(dirs)
+	}
+	for _, d := range dirs {
+		if err := fs.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}

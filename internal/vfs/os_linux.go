@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -44,6 +45,34 @@ func fdatasync(f *os.File, held bool) error {
 	}
 	if serr != nil {
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
+	}
+	return nil
+}
+
+// syncDirs makes the entries of dirs, all on one filesystem, durable
+// with one syncfs(2) of that filesystem.
+func syncDirs(dirs []string) error {
+	d, err := os.Open(dirs[0])
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	rc, err := d.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if serr = unix.Syncfs(int(fd)); serr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("vfs: syncfs %s: %w", dirs[0], serr)
 	}
 	return nil
 }

@@ -9,3 +9,13 @@ func datasync(f *os.File) error { return f.Sync() }
 
 // datasyncHeld is datasync.
 func datasyncHeld(f *os.File) error { return datasync(f) }
+
+// syncDirs syncs each of dirs.
+func syncDirs(dirs []string) error {
+	for _, d := range dirs {
+		if err := (osFS{}).SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}

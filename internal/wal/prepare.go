@@ -12,6 +12,7 @@ import (
 // It stops when stop is closed.
 func (w *WAL) prepare(seq uint64) {
 	defer close(w.prepDone)
+	first := seq
 	for {
 		// An attempt runs ahead of demand; a failed one is handed over
 		// too, and the next attempt starts once it was taken (rotate
@@ -19,6 +20,13 @@ func (w *WAL) prepare(seq uint64) {
 		p := w.makeSegment(seq)
 		if p.err != nil {
 			w.log.Warn("wal: cannot prepare a segment", "seq", seq, "err", p.err)
+		}
+		if seq == first {
+			select {
+			case <-w.firstReady:
+			default:
+				close(w.firstReady) // Start waits for the first attempt
+			}
 		}
 		select {
 		case w.prepC <- p:

@@ -131,8 +131,11 @@ type WAL struct {
 	prepC    chan prepared
 	stop     chan struct{}
 	prepDone chan struct{}
-	stopOnce sync.Once
-	firstSeq uint64 // the sequence number of this run's first segment
+	// firstReady is closed by the preparer once its first attempt is
+	// made (Start waits for it).
+	firstReady chan struct{}
+	stopOnce   sync.Once
+	firstSeq   uint64 // the sequence number of this run's first segment
 	// soloKey is the one key whose entries the last round wrote, when
 	// it wrote only one key's (solo); guarded by mu.
 	soloKey Key
@@ -143,7 +146,7 @@ type WAL struct {
 	// entries wait for the next round, which will run anyway.
 	bufKey   Key
 	bufMixed bool
-	prepping bool // guarded by mu: the preparer and the flusher were started (at the first entry)
+	prepping bool // guarded by mu: the preparer and the flusher were started (by Start or at the first entry)
 
 	// Asynchronous syncs (SyncAsync): the flusher goroutine leads rounds
 	// for them and calls their functions once a round covers them.
@@ -180,19 +183,20 @@ func Open(o Options) (*WAL, *Replay, error) {
 		return nil, nil, err
 	}
 	w := &WAL{
-		fs:        o.FS,
-		dir:       o.Dir,
-		segBytes:  o.SegmentBytes,
-		maxBytes:  o.MaxBytes,
-		log:       o.Logger,
-		keep:      minKeepSealed,
-		ckpt:      map[Key]int64{},
-		failed:    map[Key]uint64{},
-		prepC:     make(chan prepared),
-		stop:      make(chan struct{}),
-		prepDone:  make(chan struct{}),
-		kick:      make(chan struct{}, 1),
-		flushDone: make(chan struct{}),
+		fs:         o.FS,
+		dir:        o.Dir,
+		segBytes:   o.SegmentBytes,
+		maxBytes:   o.MaxBytes,
+		log:        o.Logger,
+		keep:       minKeepSealed,
+		ckpt:       map[Key]int64{},
+		failed:     map[Key]uint64{},
+		prepC:      make(chan prepared),
+		stop:       make(chan struct{}),
+		prepDone:   make(chan struct{}),
+		firstReady: make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		flushDone:  make(chan struct{}),
 	}
 	w.firstSeq = rp.nextSeq
 	rp.w, rp.keep = w, minKeepSealed
@@ -226,6 +230,34 @@ func (w *WAL) Truncate(k Key, end int64) (Pos, error) {
 	return w.add(kindTruncate, k, end, end, nil)
 }
 
+// Start prepares the first segment file (zeroed and synced, on the
+// preparer goroutine) now rather than at the first append, and waits
+// until it is ready, so that the first write after a start does not wait
+// for it. Idempotent; a closed WAL does nothing.
+func (w *WAL) Start() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	if !w.prepping {
+		w.startLocked()
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.firstReady:
+	case <-w.stop:
+	}
+}
+
+// startLocked starts the preparer and flusher goroutines. The caller
+// holds mu and has seen prepping false.
+func (w *WAL) startLocked() {
+	w.prepping = true
+	go w.prepare(w.firstSeq)
+	go w.flusher()
+}
+
 func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 	size := entryHead + len(data)
 	if int64(size) > w.segBytes {
@@ -238,10 +270,8 @@ func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 	}
 	if !w.prepping {
 		// A WAL nobody writes to (a broker without produce) creates no
-		// segment file.
-		w.prepping = true
-		go w.prepare(w.firstSeq)
-		go w.flusher()
+		// segment file, unless Start was called.
+		w.startLocked()
 	}
 	switch {
 	case len(w.metas) == 0:

@@ -34,19 +34,32 @@ import (
 	"github.com/sluicedb/sluice/internal/bench"
 )
 
-// workload is one `sluice bench produce` invocation.
+// workload is one `sluice bench produce` invocation, or, when run is
+// set, a measurement benchcompare makes itself with a franz-go client
+// (see builtin.go).
 type workload struct {
 	name string
 	args []string
+	run  func(addr string, pid int) (bench.Result, error)
+	// create: the result is one topic creation (Records partitions in
+	// Elapsed, BrokerCPU for it), printed in a table of its own.
+	create bool
 }
 
 var workloads = []workload{
-	{"sync-64x100B", []string{"--sync", "--callers", "64", "--size", "100", "--records", "0", "--duration", "8s"}},
-	{"sync-1x100B", []string{"--sync", "--callers", "1", "--size", "100", "--records", "0", "--duration", "8s"}},
-	{"async-100B-1p", []string{"--callers", "4", "--size", "100", "--records", "3000000"}},
-	{"async-100B-256p", []string{"--callers", "4", "--size", "100", "--records", "2000000", "--partitions", "256"}},
-	{"async-100B-2000p", []string{"--callers", "4", "--size", "100", "--records", "2000000", "--partitions", "2000"}},
-	{"async-16KiB-1p", []string{"--callers", "4", "--size", "16384", "--records", "40000"}},
+	{name: "sync-64x100B", args: []string{"--sync", "--callers", "64", "--size", "100", "--records", "0", "--duration", "8s"}},
+	{name: "sync-1x100B", args: []string{"--sync", "--callers", "1", "--size", "100", "--records", "0", "--duration", "8s"}},
+	{name: "async-100B-1p", args: []string{"--callers", "4", "--size", "100", "--records", "3000000"}},
+	{name: "async-100B-256p", args: []string{"--callers", "4", "--size", "100", "--records", "2000000", "--partitions", "256"}},
+	{name: "async-100B-2000p", args: []string{"--callers", "4", "--size", "100", "--records", "2000000", "--partitions", "2000"}},
+	{name: "async-16KiB-1p", args: []string{"--callers", "4", "--size", "16384", "--records", "40000"}},
+	// The first 3,000 synchronous requests after a fresh start: the
+	// table's max column is the slowest, the first writes included.
+	{name: "sync-1x100B-fresh", args: []string{"--sync", "--callers", "1", "--size", "100", "--records", "3000"}},
+	{name: "create-256p", run: createTopic(256), create: true},
+	{name: "create-2000p", run: createTopic(2000), create: true},
+	{name: "cold-sticky-256p", run: coldSticky(256, 300000)},
+	{name: "cold-sticky-2000p", run: coldSticky(2000, 300000)},
 }
 
 // brokerKind is how to start one broker in its own process.
@@ -62,7 +75,7 @@ func main() {
 	only := flag.String("workloads", "", "comma-separated workload names (default all)")
 	baseline := flag.String("baseline", "", "a second sluice binary (an earlier build), run as broker sluice-before beside --sluice")
 	timeout := flag.Duration("timeout", 0, "passed to each `sluice bench` run as --timeout (0: its default); a loaded machine creates 2000 partitions slowly")
-	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all): sluice, sluice-before, kfake-mem, kfake-sync")
+	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all but sluice-console): sluice, sluice-console (its default configuration, console on), sluice-before, kfake-mem, kfake-sync")
 	flag.Parse()
 	if *sluiceBin == "" || *kfakeBin == "" {
 		fmt.Fprintln(os.Stderr, "benchcompare: --sluice and --kfake are required")
@@ -74,6 +87,15 @@ func main() {
 			cmd := exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
 			cmd.Env = append(os.Environ(), "SLUICE_SCHEMA_REGISTRY=")
 			return cmd
+		}},
+		{"sluice-console", func(_, dir string, port int) *exec.Cmd {
+			// The default configuration: console, metrics and the schema
+			// registry on (on a free port instead of the default 9644).
+			hp, err := freePort()
+			if err != nil {
+				hp = port + 1
+			}
+			return exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", fmt.Sprintf("127.0.0.1:%d", hp))
 		}},
 		{"kfake-mem", func(_, _ string, port int) *exec.Cmd {
 			return exec.Command(*kfakeBin, "--port", fmt.Sprint(port))
@@ -89,15 +111,13 @@ func main() {
 			return cmd
 		}}}, kinds[1:]...)...)
 	}
-	if *brokers != "" {
-		var keep []brokerKind
-		for _, k := range kinds {
-			if slices.Contains(strings.Split(*brokers, ","), k.name) {
-				keep = append(keep, k)
-			}
+	var keep []brokerKind
+	for _, k := range kinds {
+		if *brokers == "" && k.name != "sluice-console" || slices.Contains(strings.Split(*brokers, ","), k.name) {
+			keep = append(keep, k)
 		}
-		kinds = keep
 	}
+	kinds = keep
 	sel := workloads
 	if *only != "" {
 		sel = nil
@@ -158,6 +178,9 @@ func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (
 	if err := waitListening(addr, 20*time.Second); err != nil {
 		return bench.Result{}, err
 	}
+	if w.run != nil {
+		return w.run(addr, cmd.Process.Pid)
+	}
 	args := append([]string{"bench", "produce", "-b", addr, "-t", "bench", "--json", "--interval", "0",
 		"--broker-pid", fmt.Sprint(cmd.Process.Pid)}, w.args...)
 	if timeout > 0 {
@@ -216,9 +239,14 @@ func median(rs []bench.Result, f func(bench.Result) float64) float64 {
 }
 
 func printTable(sel []workload, kinds []brokerKind, results map[string]map[string][]bench.Result) {
-	fmt.Println("| workload | broker | runs | rec/s (median) | vs kfake-mem | p50 | p99 | broker CPU/record | broker peak RSS |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	var creates []workload
+	fmt.Println("| workload | broker | runs | rec/s (median) | vs kfake-mem | p50 | p99 | max | broker CPU/record | broker peak RSS |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, w := range sel {
+		if w.create {
+			creates = append(creates, w)
+			continue
+		}
 		base := median(results[w.name]["kfake-mem"], bench.Result.RecordsPerSec)
 		for _, k := range kinds {
 			rs := results[w.name][k.name]
@@ -232,10 +260,33 @@ func printTable(sel []workload, kinds []brokerKind, results map[string]map[strin
 			}
 			p50 := time.Duration(median(rs, func(r bench.Result) float64 { return float64(r.Latency.P50) }))
 			p99 := time.Duration(median(rs, func(r bench.Result) float64 { return float64(r.Latency.P99) }))
+			mx := time.Duration(median(rs, func(r bench.Result) float64 { return float64(r.Latency.Max) }))
 			cpu := median(rs, func(r bench.Result) float64 { return float64(r.CPUPerRecord()) / 1e3 })
 			rss := median(rs, func(r bench.Result) float64 { return float64(r.BrokerHWM) / (1 << 20) })
-			fmt.Printf("| %s | %s | %d | %.0f | %s | %s | %s | %.2f µs | %.0f MiB |\n",
-				w.name, k.name, len(rs), rps, ratio, p50.Round(time.Microsecond), p99.Round(time.Microsecond), cpu, rss)
+			fmt.Printf("| %s | %s | %d | %.0f | %s | %s | %s | %s | %.2f µs | %.0f MiB |\n",
+				w.name, k.name, len(rs), rps, ratio, p50.Round(time.Microsecond), p99.Round(time.Microsecond), mx.Round(time.Microsecond), cpu, rss)
+		}
+	}
+	if len(creates) == 0 {
+		return
+	}
+	fmt.Println()
+	fmt.Println("| workload | broker | runs | CreateTopics wall (median; range) | broker CPU (median) |")
+	fmt.Println("| --- | --- | --- | --- | --- |")
+	for _, w := range creates {
+		for _, k := range kinds {
+			rs := results[w.name][k.name]
+			if len(rs) == 0 {
+				continue
+			}
+			wall := func(r bench.Result) float64 { return float64(r.Elapsed) }
+			lo, hi := rs[0].Elapsed, rs[0].Elapsed
+			for _, r := range rs {
+				lo, hi = min(lo, r.Elapsed), max(hi, r.Elapsed)
+			}
+			cpu := time.Duration(median(rs, func(r bench.Result) float64 { return float64(r.BrokerCPU) }))
+			fmt.Printf("| %s | %s | %d | %s (%s–%s) | %s |\n", w.name, k.name, len(rs),
+				time.Duration(median(rs, wall)).Round(100*time.Microsecond), lo.Round(100*time.Microsecond), hi.Round(100*time.Microsecond), cpu.Round(time.Millisecond))
 		}
 	}
 }

@@ -1,0 +1,122 @@
+package main
+
+// Workloads benchcompare measures itself, with a franz-go client of its
+// own, where `sluice bench` has no mode for them.
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicedb/sluice/internal/bench"
+)
+
+// createTopic times one CreateTopics request for a topic of n partitions
+// on a fresh broker: from the request's send to its answer, with the
+// broker's CPU over the same span. The client is connected first (a
+// metadata request), so the time is the creation's.
+func createTopic(n int32) func(addr string, pid int) (bench.Result, error) {
+	return func(addr string, pid int) (bench.Result, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			return bench.Result{}, err
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		if _, err := adm.BrokerMetadata(ctx); err != nil {
+			return bench.Result{}, err
+		}
+		before, err := bench.ReadProc(pid)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		start := time.Now()
+		resp, err := adm.CreateTopic(ctx, n, -1, nil, "created")
+		elapsed := time.Since(start)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return bench.Result{}, fmt.Errorf("create a topic of %d partitions: %w", n, err)
+		}
+		after, err := bench.ReadProc(pid)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		return bench.Result{Records: int64(n), Elapsed: elapsed, BrokerCPU: after.CPU - before.CPU, BrokerHWM: after.PeakRSS}, nil
+	}
+}
+
+// coldSticky creates a topic of n partitions and at once produces
+// records 100 B records (incompressible, acks=all, idempotent) through
+// franz-go's default partitioner, which fills one partition's batch at
+// a time (sticky): the first writes to freshly created partitions. The
+// time and the broker's CPU count the creation and the records.
+func coldSticky(n int32, records int) func(addr string, pid int) (bench.Result, error) {
+	return func(addr string, pid int) (bench.Result, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("cold"),
+			kgo.MaxBufferedRecords(1<<20))
+		if err != nil {
+			return bench.Result{}, err
+		}
+		defer cl.Close()
+		adm := kadm.NewClient(cl)
+		if _, err := adm.BrokerMetadata(ctx); err != nil {
+			return bench.Result{}, err
+		}
+		vals := make([]byte, 100*1024)
+		rand.Read(vals)
+		before, err := bench.ReadProc(pid)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		start := time.Now()
+		resp, err := adm.CreateTopic(ctx, n, -1, nil, "cold")
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			return bench.Result{}, fmt.Errorf("create a topic of %d partitions: %w", n, err)
+		}
+		var (
+			mu       sync.Mutex
+			firstErr error
+			errs     int64
+		)
+		for i := range records {
+			off := (i % 1024) * 100
+			cl.Produce(ctx, &kgo.Record{Value: vals[off : off+100]}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					errs++
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return bench.Result{}, err
+		}
+		elapsed := time.Since(start)
+		after, err := bench.ReadProc(pid)
+		if err != nil {
+			return bench.Result{}, err
+		}
+		if firstErr != nil {
+			return bench.Result{}, fmt.Errorf("%d of %d records failed: %w", errs, records, firstErr)
+		}
+		return bench.Result{Records: int64(records), Bytes: int64(records) * 100, Elapsed: elapsed,
+			BrokerCPU: after.CPU - before.CPU, BrokerHWM: after.PeakRSS}, nil
+	}
+}
