@@ -65,6 +65,7 @@ type cfg struct {
 	snapshotInterval             int64         // bytes a partition accepts between producer-state snapshots (0: only at clean shutdown)
 
 	consumerGroups ConsumerGroupSettings // groups848.go
+	shareGroups    ShareGroupSettings    // share.go
 }
 
 // Defaults.
