@@ -314,3 +314,14 @@ func TestShareGroupNamespace(t *testing.T) {
 		t.Errorf("wrong epoch: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// TestShareGroupSettingsChecked: New refuses share settings outside
+// Kafka's bounds, naming the setting.
+func TestShareGroupSettingsChecked(t *testing.T) {
+	for _, s := range []ShareGroupSettings{{DeliveryCountLimit: 11}, {PartitionMaxRecordLocks: 5}, {AutoOffsetReset: "middle"}, {IsolationLevel: "dirty"}, {HeartbeatInterval: time.Minute}} {
+		if b, err := New(DataDir(t.TempDir()), ListenAddr("127.0.0.1:0"), ShareGroups(s)); err == nil {
+			b.Close()
+			t.Errorf("New accepted %+v", s)
+		}
+	}
+}

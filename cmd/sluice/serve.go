@@ -52,6 +52,7 @@ beats the default.`,
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	o.sec.addFlags(fs)
 	o.schema = schemaFlags(fs) // schema registry (serve_schema.go)
+	o.share = shareFlags(fs)   // share groups (serve_share.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -76,6 +77,7 @@ type serveOptions struct {
 	http                    *serveHTTP
 	sec                     serveSecurity
 	schema                  *serveSchema
+	share                   *broker.ShareGroupSettings
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -124,6 +126,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.TransactionMaxTimeout(o.txnMaxTimeout),
 		broker.PartitionMetrics(o.http.partitionMetrics),
 		broker.LogRequests(o.http.logRequests),
+		broker.ShareGroups(*o.share),
 	}
 	if o.diskLow >= 0 {
 		opts = append(opts, broker.DiskLowWatermark(o.diskLow))
