@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -200,4 +201,25 @@ func TestShareGroupKill9(t *testing.T) {
 		t.Error(v)
 	}
 	t.Logf("%d records produced and accepted over %d kills; %d deliveries were redeliveries of records not acknowledged when the broker died", want, kills, redeliver)
+}
+
+// TestShareDocCommands runs the commands of docs/share-groups.md: a
+// released record comes back and is accepted with the rest.
+func TestShareDocCommands(t *testing.T) {
+	n := startNode(t, broker.ShareGroups(broker.ShareGroupSettings{AutoOffsetReset: "earliest"}))
+	out := runDocCommands(t, n, docBlock(t, "docs/share-groups.md", "share-doc-commands"))
+	released := 0
+	for _, want := range []string{"accepted a\naccepted b\naccepted c\naccepted d\n", "workers", "share"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, v := range []string{"a", "b", "c", "d"} {
+		if strings.Contains(out, "released "+v+"\n") {
+			released++
+		}
+	}
+	if released != 1 {
+		t.Errorf("%d records released, want 1:\n%s", released, out)
+	}
 }

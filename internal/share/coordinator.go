@@ -392,16 +392,32 @@ func (c *Coordinator) expire() {
 		g *group
 		m string
 	}
+	timedOut := func(m *member) bool { return now.Sub(m.lastSeen) > c.set.SessionTimeout }
 	var left []gone
-	var parts []*sharePartition
 	c.mu.Lock()
 	for _, g := range c.groups {
 		for id, m := range g.members {
-			if now.Sub(m.lastSeen) > c.set.SessionTimeout {
-				c.removeMemberLocked(g, id)
+			if timedOut(m) {
 				left = append(left, gone{g, id})
 			}
 		}
+	}
+	c.mu.Unlock()
+	var topics map[string]TopicInfo
+	if len(left) > 0 {
+		topics = c.cfg.Logs.Topics() // outside c.mu: it takes the broker's locks
+	}
+	var parts []*sharePartition
+	c.mu.Lock()
+	kept := left[:0]
+	for _, l := range left {
+		if m := l.g.members[l.m]; m != nil && timedOut(m) {
+			c.removeMemberLocked(l.g, l.m, topics)
+			kept = append(kept, l)
+		}
+	}
+	left = kept
+	for _, g := range c.groups {
 		for _, sp := range g.parts {
 			parts = append(parts, sp)
 		}

@@ -31,13 +31,14 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest)
 		return fail(kerr.InvalidRequest.Code, "a joining member must subscribe to at least one topic")
 	}
 	if req.MemberEpoch == -1 {
+		topics := c.cfg.Logs.Topics()
 		c.mu.Lock()
 		g := c.groups[req.GroupID]
 		if g == nil || g.members[req.MemberID] == nil {
 			c.mu.Unlock()
 			return fail(kerr.UnknownMemberID.Code, "member "+req.MemberID+" is not in share group "+req.GroupID)
 		}
-		c.removeMemberLocked(g, req.MemberID)
+		c.removeMemberLocked(g, req.MemberID, topics)
 		c.mu.Unlock()
 		if c.releaseMember(g, req.MemberID) {
 			c.broadcast()
@@ -134,10 +135,10 @@ func groupByTopic(tps []TP) [][]TP {
 // removeMemberLocked drops a member and its share sessions and
 // reassigns the rest (c.mu held). Its records are released by the
 // caller, outside the lock.
-func (c *Coordinator) removeMemberLocked(g *group, id string) {
+func (c *Coordinator) removeMemberLocked(g *group, id string, topics map[string]TopicInfo) {
 	delete(g.members, id)
 	delete(c.sessions, sessionKey{g.id, id})
-	c.assignLocked(g, c.cfg.Logs.Topics())
+	c.assignLocked(g, topics)
 }
 
 // assignLocked computes the simple assignor's target for g and bumps
