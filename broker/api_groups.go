@@ -149,6 +149,7 @@ func init() {
 		sub := *req
 		sub.Groups = ok
 		resp := r.b.groups.DeleteGroups(r.ctx, &sub)
+		r.b.shareDeleteGroups(resp) // share.go
 		resp.Groups = append(resp.Groups, denied...)
 		return resp, nil
 	})

@@ -23,7 +23,8 @@ package broker
 // answered GROUP_ID_NOT_FOUND, a classic or consumer request for a
 // share group's id INCONSISTENT_GROUP_PROTOCOL, as Kafka answers.
 // ListGroups lists share groups with type "share"; DescribeGroups
-// describes them with protocol type "share".
+// describes them with protocol type "share"; DeleteGroups deletes an
+// empty one (NON_EMPTY_GROUP while it has members).
 //
 // Not served: the share-group admin APIs (DescribeShareGroupOffsets,
 // AlterShareGroupOffsets, DeleteShareGroupOffsets), GROUP config
@@ -305,6 +306,21 @@ func (b *Broker) shareListGroups(req *kmsg.ListGroupsRequest, resp *kmsg.ListGro
 		g := kmsg.NewListGroupsResponseGroup()
 		g.Group, g.ProtocolType, g.GroupState, g.GroupType = s.ID, "share", s.State, "share"
 		resp.Groups = append(resp.Groups, g)
+	}
+}
+
+// shareDeleteGroups deletes, in a DeleteGroups response, the groups the
+// group coordinator does not know that are share groups.
+func (b *Broker) shareDeleteGroups(resp *kmsg.DeleteGroupsResponse) {
+	sc := b.shareCoordinator()
+	if sc == nil {
+		return
+	}
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if g.ErrorCode == kerr.GroupIDNotFound.Code && sc.Exists(g.Group) {
+			g.ErrorCode, _ = sc.Delete(g.Group) // DeleteGroups carries no message
+		}
 	}
 }
 

@@ -313,6 +313,24 @@ func TestShareGroupNamespace(t *testing.T) {
 	if r := c.roundTrip(f).(*kmsg.ShareFetchResponse); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
 		t.Errorf("wrong epoch: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
+	// DeleteGroups: refused while the share group has a member.
+	del := func() int16 {
+		r := c.roundTrip(&kmsg.DeleteGroupsRequest{Version: 2, Groups: []string{"sg"}}).(*kmsg.DeleteGroupsResponse)
+		return r.Groups[0].ErrorCode
+	}
+	if code := del(); code != kerr.NonEmptyGroup.Code {
+		t.Errorf("delete with a member: %v", kerr.ErrorForCode(code))
+	}
+	hb.GroupID, hb.MemberEpoch = "sg", -1
+	if r := c.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("leave: %+v", r)
+	}
+	if code := del(); code != 0 {
+		t.Errorf("delete: %v", kerr.ErrorForCode(code))
+	}
+	if tb.b.shareCoordinator().Exists("sg") {
+		t.Error("share group sg still exists")
+	}
 }
 
 // TestShareGroupSettingsChecked: New refuses share settings outside

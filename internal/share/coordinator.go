@@ -263,6 +263,9 @@ func (c *Coordinator) replay(r kvlog.Record) error {
 		g.epoch = max(g.epoch, epoch)
 		return nil
 	}
+	if g == nil && r.Value == nil {
+		return nil // a deleted group's partition
+	}
 	if g == nil { // its group record was written concurrently, after this one
 		g = newGroup(gid)
 		c.groups[gid] = g

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/kvlog"
 )
 
 // Client is who sent a request, for ShareGroupDescribe.
@@ -294,4 +296,36 @@ func (c *Coordinator) Summaries() []GroupSummary {
 		out = append(out, s)
 	}
 	return out
+}
+
+// Delete deletes an empty share group and its share partitions' state,
+// durably. It answers GROUP_ID_NOT_FOUND for an unknown group and
+// NON_EMPTY_GROUP while the group has members, as Kafka does.
+func (c *Coordinator) Delete(id string) (int16, string) {
+	c.mu.Lock()
+	g := c.groups[id]
+	switch {
+	case g == nil:
+		c.mu.Unlock()
+		return kerr.GroupIDNotFound.Code, "share group " + id + " does not exist"
+	case len(g.members) > 0:
+		c.mu.Unlock()
+		return kerr.NonEmptyGroup.Code, "share group " + id + " has members: stop its consumers first"
+	}
+	recs := make([]kvlog.Record, 0, len(g.parts)+1)
+	for _, sp := range g.parts {
+		recs = append(recs, kvlog.Record{Key: sp.key})
+	}
+	recs = append(recs, kvlog.Record{Key: groupKey(id)}) // after its partitions: replay deletes them first
+	delete(c.groups, id)
+	for k := range c.sessions {
+		if k.group == id {
+			delete(c.sessions, k)
+		}
+	}
+	c.mu.Unlock()
+	if err := c.log.Append(recs, nil); err != nil {
+		return kerr.CoordinatorNotAvailable.Code, "deleting share group " + id + ": " + err.Error()
+	}
+	return 0, ""
 }

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -331,5 +333,59 @@ func TestCrashAtEveryWrite(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMemberTimeoutAndDelete: a member that stops heartbeating is
+// removed after the session timeout, its records released at once; an
+// empty group can be deleted, durably, and a group with members cannot.
+func TestMemberTimeoutAndDelete(t *testing.T) {
+	fs := vfs.NewMem()
+	l := newMemLog()
+	l.add(t, 4, false, false)
+	var (
+		mu  sync.Mutex
+		now = time.Unix(1000, 0)
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := Settings{AutoOffsetReset: "earliest", HeartbeatInterval: time.Second, SessionTimeout: 3 * time.Second}
+	c, err := Open(Config{FS: fs, Dir: "/share", Logs: memLogs{l}, Settings: s, Now: clock, Tick: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	join(t, c, "m1")
+	if rs, _ := fetch(t, c, "m1", 0, 100); len(offsets(rs)) != 4 {
+		t.Fatalf("fetch %v", rs)
+	}
+	if code, _ := c.Delete("g"); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete with a member: %d", code)
+	}
+	mu.Lock()
+	now = now.Add(4 * time.Second) // past the session timeout, within the 30s lock
+	mu.Unlock()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		sums := c.Summaries()
+		if len(sums[0].Members) == 0 && sums[0].Parts[0].Available == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member not expired: %+v", sums)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if code, msg := c.Delete("g"); code != 0 {
+		t.Fatalf("delete: %d %s", code, msg)
+	}
+	if code, _ := c.Delete("g"); code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("second delete: %d", code)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openTest(t, fs, l, Settings{})
+	defer c.Close()
+	if c.Exists("g") {
+		t.Fatal("the deleted group is back after a restart")
 	}
 }
