@@ -71,6 +71,7 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.ShareGroupDescribe:           {{opDescribe, resGroup, ""}, {opDescribe, resTopic, ""}},
 	kmsg.ShareFetch:                   {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
 	kmsg.ShareAcknowledge:             {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
+	kmsg.DescribeShareGroupOffsets:    {{opDescribe, resGroup, ""}, {opDescribe, resTopic, ""}},
 	kmsg.ConsumerGroupDescribe:        {{opDescribe, resGroup, ""}},
 	kmsg.DescribeTopicPartitions:      {{opDescribe, resTopic, ""}},
 	kmsg.UnregisterBroker:             {{opAlter, resCluster, ""}},

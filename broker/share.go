@@ -16,6 +16,7 @@ package broker
 //     and the delivery counts of acquired ones are fsynced before the
 //     response is written.
 //   - ShareAcknowledge v1-2.
+//   - DescribeShareGroupOffsets v0-1 (share_admin.go).
 //
 // Version 0 of each was Kafka 4.0's early access, removed in 4.1, and
 // is not served. Group ids share one namespace with classic and
@@ -26,8 +27,7 @@ package broker
 // describes them with protocol type "share"; DeleteGroups deletes an
 // empty one (NON_EMPTY_GROUP while it has members).
 //
-// Not served: the share-group admin APIs (DescribeShareGroupOffsets,
-// AlterShareGroupOffsets, DeleteShareGroupOffsets), GROUP config
+// Not served: AlterShareGroupOffsets, DeleteShareGroupOffsets, GROUP config
 // resources for per-group share settings, and share.auto.offset.reset
 // by_duration.
 

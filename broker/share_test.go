@@ -26,6 +26,9 @@ func addShareSamples(add func(kmsg.Request, int16, bool)) {
 	a := kmsg.NewPtrShareAcknowledgeRequest()
 	a.GroupID, a.MemberID = kmsg.StringPtr("g"), kmsg.StringPtr("m-authz")
 	add(a, 2, true)
+	o := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	o.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g"}}
+	add(o, 1, true)
 }
 
 // shareOpts are broker settings that make share-group tests quick: the

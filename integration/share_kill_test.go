@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -209,7 +211,7 @@ func TestShareDocCommands(t *testing.T) {
 	n := startNode(t, broker.ShareGroups(broker.ShareGroupSettings{AutoOffsetReset: "earliest"}))
 	out := runDocCommands(t, n, docBlock(t, "docs/share-groups.md", "share-doc-commands"))
 	released := 0
-	for _, want := range []string{"accepted a\naccepted b\naccepted c\naccepted d\n", "workers", "share"} {
+	for _, want := range []string{"accepted a\naccepted b\naccepted c\naccepted d\n", "workers", "share", "PROTOCOL  share/simple", "TOPIC  PARTITION  START  END  LAG"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -221,5 +223,18 @@ func TestShareDocCommands(t *testing.T) {
 	}
 	if released != 1 {
 		t.Errorf("%d records released, want 1:\n%s", released, out)
+	}
+	// group describe: both partitions settled up to their ends, 4 records in all.
+	rows := regexp.MustCompile(`(?m)^jobs +([01]) +(\d+) +(\d+) +(\d+)$`).FindAllStringSubmatch(out, -1)
+	sum := 0
+	for _, r := range rows {
+		if r[2] != r[3] || r[4] != "0" {
+			t.Errorf("partition %s: start %s, end %s, lag %s; want start = end, lag 0", r[1], r[2], r[3], r[4])
+		}
+		n, _ := strconv.Atoi(r[3])
+		sum += n
+	}
+	if len(rows) != 2 || sum != 4 {
+		t.Errorf("group describe rows %v, want two partitions ending at 4 records in all:\n%s", rows, out)
 	}
 }

@@ -279,23 +279,36 @@ func (c *Coordinator) Summaries() []GroupSummary {
 	defer c.mu.Unlock()
 	var out []GroupSummary
 	for _, id := range sortedIDs(c.groups) {
-		g := c.groups[id]
-		s := GroupSummary{ID: id, State: groupState(g), Epoch: g.epoch}
-		for _, mid := range sortedIDs(g.members) {
-			m := g.members[mid]
-			s.Members = append(s.Members, MemberSummary{ID: m.id, ClientID: m.clientID, Host: m.host, Assigned: slices.Clone(g.target[mid])})
-		}
-		for tp, sp := range g.parts {
-			sp.mu.Lock()
-			ps := PartitionSummary{TP: tp, Start: sp.st.start, End: sp.st.end()}
-			ps.Available, ps.Acquired, ps.Acknowledged, ps.Archived = sp.st.counts()
-			sp.mu.Unlock()
-			s.Parts = append(s.Parts, ps)
-		}
-		slices.SortFunc(s.Parts, func(a, b PartitionSummary) int { return compareTP(a.TP, b.TP) })
-		out = append(out, s)
+		out = append(out, c.summaryLocked(c.groups[id]))
 	}
 	return out
+}
+
+// Summary returns share group id, or ok false.
+func (c *Coordinator) Summary(id string) (s GroupSummary, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.groups[id]; g != nil {
+		return c.summaryLocked(g), true
+	}
+	return GroupSummary{}, false
+}
+
+func (c *Coordinator) summaryLocked(g *group) GroupSummary {
+	s := GroupSummary{ID: g.id, State: groupState(g), Epoch: g.epoch}
+	for _, mid := range sortedIDs(g.members) {
+		m := g.members[mid]
+		s.Members = append(s.Members, MemberSummary{ID: m.id, ClientID: m.clientID, Host: m.host, Assigned: slices.Clone(g.target[mid])})
+	}
+	for tp, sp := range g.parts {
+		sp.mu.Lock()
+		ps := PartitionSummary{TP: tp, Start: sp.st.start, End: sp.st.end()}
+		ps.Available, ps.Acquired, ps.Acknowledged, ps.Archived = sp.st.counts()
+		sp.mu.Unlock()
+		s.Parts = append(s.Parts, ps)
+	}
+	slices.SortFunc(s.Parts, func(a, b PartitionSummary) int { return compareTP(a.TP, b.TP) })
+	return s
 }
 
 // Delete deletes an empty share group and its share partitions' state,
