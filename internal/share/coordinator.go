@@ -162,6 +162,7 @@ type Coordinator struct {
 
 type group struct {
 	id      string
+	deleted bool // set by Delete: no share partition is added any more
 	epoch   int32
 	members map[string]*member
 	parts   map[TP]*sharePartition
@@ -183,6 +184,7 @@ type member struct {
 type sharePartition struct {
 	key     []byte
 	writeMu sync.Mutex
+	deleted bool       // guarded by writeMu: its group was deleted, nothing more is written
 	mu      sync.Mutex // guards st
 	st      *spState
 }
@@ -346,7 +348,7 @@ func (c *Coordinator) change(sp *sharePartition, fn func(st *spState)) (wait fun
 	fn(sp.st)
 	d := sp.st.takeDelta()
 	sp.mu.Unlock()
-	if d == nil {
+	if d == nil || sp.deleted {
 		return func() error { return nil }, nil
 	}
 	w, err := c.log.Enqueue([]kvlog.Record{{Key: sp.key, Value: d}})
@@ -487,6 +489,10 @@ func (c *Coordinator) partition(g *group, tp TP, l Log) (*sharePartition, error)
 	if sp != nil {
 		c.mu.Unlock()
 		return sp, nil
+	}
+	if g.deleted {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("share: share group %s was deleted", g.id)
 	}
 	start := l.HighWatermark()
 	if c.set.AutoOffsetReset == "earliest" {

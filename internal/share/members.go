@@ -326,10 +326,13 @@ func (c *Coordinator) Delete(id string) (int16, string) {
 		return kerr.NonEmptyGroup.Code, "share group " + id + " has members: stop its consumers first"
 	}
 	recs := make([]kvlog.Record, 0, len(g.parts)+1)
+	parts := make([]*sharePartition, 0, len(g.parts))
 	for _, sp := range g.parts {
 		recs = append(recs, kvlog.Record{Key: sp.key})
+		parts = append(parts, sp)
 	}
 	recs = append(recs, kvlog.Record{Key: groupKey(id)}) // after its partitions: replay deletes them first
+	g.deleted = true
 	delete(c.groups, id)
 	for k := range c.sessions {
 		if k.group == id {
@@ -337,6 +340,13 @@ func (c *Coordinator) Delete(id string) (int16, string) {
 		}
 	}
 	c.mu.Unlock()
+	// A change in flight (an expiring lock) queues its delta before the
+	// tombstones or not at all.
+	for _, sp := range parts {
+		sp.writeMu.Lock()
+		sp.deleted = true
+		sp.writeMu.Unlock()
+	}
 	if err := c.log.Append(recs, nil); err != nil {
 		return kerr.CoordinatorNotAvailable.Code, "deleting share group " + id + ": " + err.Error()
 	}
