@@ -37,6 +37,9 @@ var kafka40Min = map[kmsg.Key]int16{
 	kmsg.SASLAuthenticate: 0, kmsg.DescribeUserSCRAMCredentials: 0, kmsg.AlterUserSCRAMCredentials: 0,
 	kmsg.AddPartitionsToTxn: 0, kmsg.AddOffsetsToTxn: 0, kmsg.EndTxn: 0, kmsg.TxnOffsetCommit: 0,
 	kmsg.WriteTxnMarkers: 1,
+	// Share groups (KIP-932): Kafka 4.1 removed the early-access v0.
+	kmsg.ShareGroupHeartbeat: 1, kmsg.ShareGroupDescribe: 1, kmsg.ShareFetch: 1, kmsg.ShareAcknowledge: 1,
+	kmsg.DescribeShareGroupOffsets: 0,
 }
 
 // clientRange is a span of versions a client can send of one API; the
