@@ -447,6 +447,7 @@ func (b *Broker) dropConn(c *conn) {
 	b.mu.Unlock()
 	b.connCount.Add(-1)
 	b.metrics.conns.Dec()
+	b.shareConnClosed(c) // share.go
 }
 
 // Close shuts the broker down gracefully: it stops accepting, lets every

@@ -16,6 +16,9 @@ package broker
 //     and the delivery counts of acquired ones are fsynced before the
 //     response is written.
 //   - ShareAcknowledge v1-2.
+//   - A share session belongs to the connection that opened it: when
+//     the connection closes, the session goes and its member's records
+//     are released, as Kafka does.
 //   - DescribeShareGroupOffsets v0-1 (share_admin.go).
 //
 // Version 0 of each was Kafka 4.0's early access, removed in 4.1, and
@@ -259,7 +262,7 @@ func handleShareFetch(r *request) (kmsg.Response, error) {
 	if r.b.authz != nil && !r.internal {
 		readable = func(t string) bool { return r.allowed(opRead, resTopic, t) }
 	}
-	return sc.Fetch(r.ctx, req, readable), nil
+	return sc.Fetch(r.ctx, req, readable, r.c), nil
 }
 
 func handleShareAcknowledge(r *request) (kmsg.Response, error) {
@@ -287,6 +290,14 @@ func handleShareAcknowledge(r *request) (kmsg.Response, error) {
 		}
 	}
 	return sc.Acknowledge(req), nil
+}
+
+// shareConnClosed releases the records held through the share sessions
+// a closed connection opened.
+func (b *Broker) shareConnClosed(c *conn) {
+	if sc := b.shareCoordinator(); sc != nil {
+		sc.ConnClosed(c)
+	}
 }
 
 // shareListGroups adds the share groups to a ListGroups response, as

@@ -346,3 +346,44 @@ func TestShareGroupSettingsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestShareGroupConnClose: the records a consumer acquired are released
+// when the connection that opened its share session closes, long before
+// their locks expire.
+func TestShareGroupConnClose(t *testing.T) {
+	tb := startTest(t, shareOpts(ShareGroupSettings{RecordLockDuration: 10 * time.Minute}))
+	if err := tb.b.CreateTopic(t.Context(), "q", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.client().ProduceSync(t.Context(), &kgo.Record{Topic: "q", Value: []byte("a")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, tb.b.Addr())
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.Version, hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = 1, "sg", "gone", []string{"q"}
+	hr := c.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse)
+	if hr.ErrorCode != 0 || hr.Assignment == nil || len(hr.Assignment.TopicPartitions) != 1 {
+		t.Fatalf("heartbeat: %+v", hr)
+	}
+	f := kmsg.NewPtrShareFetchRequest()
+	f.Version, f.GroupID, f.MemberID, f.MaxWaitMillis = 2, kmsg.StringPtr("sg"), kmsg.StringPtr("gone"), 5000
+	f.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: hr.Assignment.TopicPartitions[0].TopicID, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+	if fr := c.roundTrip(f).(*kmsg.ShareFetchResponse); fr.ErrorCode != 0 || len(fr.Topics) != 1 || len(fr.Topics[0].Partitions[0].AcquiredRecords) != 1 {
+		t.Fatalf("share fetch: %+v", fr)
+	}
+	c.nc.Close()
+	cl := shareClient(t, tb, "sg", "q")
+	for {
+		var got int32
+		cl.PollFetches(t.Context()).EachRecord(func(r *kgo.Record) {
+			got = r.DeliveryCount()
+			r.Ack(kgo.AckAccept)
+		})
+		if got != 0 {
+			if got != 2 {
+				t.Fatalf("redelivered with count %d, want 2", got)
+			}
+			return
+		}
+	}
+}

@@ -192,6 +192,7 @@ type sharePartition struct {
 type sessionKey struct{ group, member string }
 
 type session struct {
+	conn  any   // the connection that opened it (ConnClosed)
 	epoch int32 // the epoch the next request must carry
 	parts map[TP]bool
 	order []TP // parts in the order they were added

@@ -42,7 +42,7 @@ func strp(s string) *string {
 // 0 opens a new session (holding add), a positive epoch must be the
 // session's next, -1 closes it (close reports that). It returns an
 // error code and message, 0 when the request may proceed.
-func (c *Coordinator) openSession(group, member string, epoch int32, add []TP, forget []TP, isFetch bool) (sess *session, closeIt bool, code int16, msg string) {
+func (c *Coordinator) openSession(group, member string, epoch int32, add []TP, forget []TP, isFetch bool, conn any) (sess *session, closeIt bool, code int16, msg string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -54,7 +54,7 @@ func (c *Coordinator) openSession(group, member string, epoch int32, add []TP, f
 	case epoch == 0 && !isFetch:
 		return nil, false, kerr.InvalidShareSessionEpoch.Code, "ShareAcknowledge cannot open a share session (epoch 0)"
 	case epoch == 0:
-		s = &session{epoch: 1, parts: map[TP]bool{}}
+		s = &session{epoch: 1, parts: map[TP]bool{}, conn: conn}
 		c.sessions[key] = s
 	case s == nil:
 		return nil, false, kerr.ShareSessionNotFound.Code, "no share session for member " + member + " of group " + group + "; open one with epoch 0"
@@ -189,8 +189,10 @@ func (c *Coordinator) acquire(sp *sharePartition, l Log, member string, committe
 // acknowledgements, then acquisition from the session's partitions,
 // waiting up to MaxWaitMillis for records. readable, when not nil,
 // tells whether the caller may read a topic. Acquired records are
-// durable (their delivery counts) before the response returns.
-func (c *Coordinator) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest, readable func(topic string) bool) *kmsg.ShareFetchResponse {
+// durable (their delivery counts) before the response returns. conn
+// identifies the client's connection: a session opened on it closes
+// with it (ConnClosed).
+func (c *Coordinator) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest, readable func(topic string) bool, conn any) *kmsg.ShareFetchResponse {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	resp.AcquisitionLockTimeoutMillis = int32(c.lim.LockMs)
 	fail := func(code int16, msg string) *kmsg.ShareFetchResponse {
@@ -228,7 +230,7 @@ func (c *Coordinator) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest, re
 			forget = append(forget, TP{f.TopicID, p})
 		}
 	}
-	sess, closing, code, msg := c.openSession(group, member, req.ShareSessionEpoch, add, forget, true)
+	sess, closing, code, msg := c.openSession(group, member, req.ShareSessionEpoch, add, forget, true, conn)
 	if code != 0 {
 		return fail(code, msg)
 	}
@@ -429,7 +431,7 @@ func (c *Coordinator) Acknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Share
 		return fail(kerr.InvalidRequest.Code, "ShareAcknowledge needs a group id and a member id of 1 to 36 characters")
 	}
 	renew := req.Version >= 2 && req.IsRenewAck
-	_, closing, code, msg := c.openSession(group, member, req.ShareSessionEpoch, nil, nil, false)
+	_, closing, code, msg := c.openSession(group, member, req.ShareSessionEpoch, nil, nil, false, nil)
 	if code != 0 {
 		return fail(code, msg)
 	}
@@ -471,4 +473,37 @@ func (c *Coordinator) Acknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Share
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// ConnClosed closes the share sessions opened on conn and releases the
+// records their members hold, as Kafka does when a share consumer's
+// connection closes.
+func (c *Coordinator) ConnClosed(conn any) {
+	if conn == nil {
+		return
+	}
+	type gone struct {
+		g      *group
+		member string
+	}
+	var left []gone
+	c.mu.Lock()
+	for k, s := range c.sessions {
+		if s.conn == conn {
+			delete(c.sessions, k)
+			if g := c.groups[k.group]; g != nil {
+				left = append(left, gone{g, k.member})
+			}
+		}
+	}
+	c.mu.Unlock()
+	released := false
+	for _, l := range left {
+		if c.releaseMember(l.g, l.member) {
+			released = true
+		}
+	}
+	if released {
+		c.broadcast()
+	}
 }

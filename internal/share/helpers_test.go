@@ -153,7 +153,7 @@ func fetch(t testing.TB, c *Coordinator, member string, epoch int32, max int32, 
 		p.AcknowledgementBatches = append(p.AcknowledgementBatches, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: a.first, LastOffset: a.last, AcknowledgeTypes: []int8{int8(a.typ)}})
 	}
 	f.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: topicID, Partitions: []kmsg.ShareFetchRequestTopicPartition{p}}}
-	r := c.Fetch(t.Context(), f, nil)
+	r := c.Fetch(t.Context(), f, nil, nil)
 	if r.ErrorCode != 0 {
 		t.Fatalf("fetch: %d %v", r.ErrorCode, deref(r.ErrorMessage))
 	}
