@@ -231,6 +231,7 @@ func New(opts ...Opt) (*Broker, error) {
 	go b.monitorDisk()
 	if c.registerer != nil {
 		c.registerer.MustRegister(&collector{b: b})
+		c.registerer.MustRegister(shareCollector{b}) // share_metrics.go
 	}
 	b.started = time.Now()
 	return b, nil

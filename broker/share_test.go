@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -385,5 +386,67 @@ func TestShareGroupConnClose(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestShareGroupMetrics: the share group's series follow its state: a
+// record acquired and not acknowledged is in flight and in the lag; once
+// accepted the lag is 0 and the start offset has moved past it.
+func TestShareGroupMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tb := startTest(t, shareOpts(ShareGroupSettings{}), Registerer(reg))
+	if err := tb.b.CreateTopic(t.Context(), "q", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	rs := []*kgo.Record{{Topic: "q", Value: []byte("a")}, {Topic: "q", Value: []byte("b")}}
+	if err := tb.client().ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+		metrics:
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+						continue metrics
+					}
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	cl := shareClient(t, tb, "sg", "q")
+	var held []*kgo.Record
+	for len(held) < 2 {
+		cl.PollFetches(t.Context()).EachRecord(func(r *kgo.Record) { held = append(held, r) })
+	}
+	g := map[string]string{"group": "sg"}
+	if v := value("sluice_share_group_records_in_flight", map[string]string{"group": "sg", "state": "acquired"}); v != 2 {
+		t.Errorf("acquired records %v, want 2", v)
+	}
+	if v := value("sluice_share_group_lag", g); v != 2 {
+		t.Errorf("lag %v, want 2", v)
+	}
+	if v := value("sluice_share_group_members", g); v != 1 {
+		t.Errorf("members %v, want 1", v)
+	}
+	for _, r := range held {
+		r.Ack(kgo.AckAccept)
+	}
+	if err := cl.FlushAcks(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, "the lag to reach 0", func() bool { return value("sluice_share_group_lag", g) == 0 })
+	if v := value("sluice_share_partition_start_offset", map[string]string{"group": "sg", "topic": "q", "partition": "0"}); v != 2 {
+		t.Errorf("start offset %v, want 2", v)
 	}
 }
