@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -448,5 +449,48 @@ func TestShareGroupMetrics(t *testing.T) {
 	WaitFor(t, "the lag to reach 0", func() bool { return value("sluice_share_group_lag", g) == 0 })
 	if v := value("sluice_share_partition_start_offset", map[string]string{"group": "sg", "topic": "q", "partition": "0"}); v != 2 {
 		t.Errorf("start offset %v, want 2", v)
+	}
+}
+
+// TestShareGroupReadCommitted: with share.isolation.level read_committed
+// a share consumer gets the committed transactions' records and the
+// plain ones, never an aborted transaction's or an open one's.
+func TestShareGroupReadCommitted(t *testing.T) {
+	tb := startTest(t, shareOpts(ShareGroupSettings{IsolationLevel: "read_committed"}))
+	if err := tb.b.CreateTopic(t.Context(), "q", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	tx := tb.client(kgo.TransactionalID("share-tx"))
+	produceTxn(t, tx, "q", true, "c1", "c2")
+	produceTxn(t, tx, "q", false, "x1", "x2")
+	produceTxn(t, tx, "q", true, "c3")
+	// An open transaction stops delivery at its first record until it ends.
+	open := tb.client(kgo.TransactionalID("share-tx-open"))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.ProduceSync(t.Context(), &kgo.Record{Topic: "q", Value: []byte("o1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.client().ProduceSync(t.Context(), &kgo.Record{Topic: "q", Value: []byte("p1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl := shareClient(t, tb, "sg", "q")
+	var got []string
+	poll := func(until int) {
+		for len(got) < until {
+			cl.PollFetches(t.Context()).EachRecord(func(r *kgo.Record) {
+				got = append(got, string(r.Value))
+				r.Ack(kgo.AckAccept)
+			})
+		}
+	}
+	poll(3)
+	if err := open.EndTransaction(t.Context(), kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	poll(4)
+	if want := []string{"c1", "c2", "c3", "p1"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed share consumer got %v, want %v", got, want)
 	}
 }

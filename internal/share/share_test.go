@@ -389,3 +389,40 @@ func TestMemberTimeoutAndDelete(t *testing.T) {
 		t.Fatal("the deleted group is back after a restart")
 	}
 }
+
+// TestSimpleAssignor: every partition is read and every member reads;
+// with more members than partitions the partitions are shared evenly.
+func TestSimpleAssignor(t *testing.T) {
+	for _, tc := range []struct{ members, partitions, perMember, perPartition int }{
+		{4, 2, 1, 2}, {2, 4, 2, 1}, {3, 3, 1, 1}, {16, 4, 1, 4}, {1, 5, 5, 1},
+	} {
+		c := &Coordinator{}
+		g := newGroup("g")
+		for i := range tc.members {
+			id := fmt.Sprintf("m%02d", i)
+			g.members[id] = &member{id: id, topics: []string{"t"}}
+		}
+		c.assignLocked(g, map[string]TopicInfo{"t": {ID: topicID, Partitions: int32(tc.partitions)}})
+		readers := map[int32]int{}
+		for id := range g.members {
+			if n := len(g.target[id]); n != tc.perMember {
+				t.Errorf("%d members, %d partitions: %s has %d partitions, want %d", tc.members, tc.partitions, id, n, tc.perMember)
+			}
+			for _, tp := range g.target[id] {
+				readers[tp.Partition]++
+			}
+		}
+		for p := range int32(tc.partitions) {
+			if readers[p] != tc.perPartition {
+				t.Errorf("%d members, %d partitions: partition %d read by %d, want %d", tc.members, tc.partitions, p, readers[p], tc.perPartition)
+			}
+		}
+		if g.epoch != 1 {
+			t.Errorf("epoch %d after the first assignment, want 1", g.epoch)
+		}
+		c.assignLocked(g, map[string]TopicInfo{"t": {ID: topicID, Partitions: int32(tc.partitions)}})
+		if g.epoch != 1 {
+			t.Errorf("epoch %d after an unchanged assignment, want 1", g.epoch)
+		}
+	}
+}
