@@ -72,6 +72,8 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.ShareFetch:                   {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
 	kmsg.ShareAcknowledge:             {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
 	kmsg.DescribeShareGroupOffsets:    {{opDescribe, resGroup, ""}, {opDescribe, resTopic, ""}},
+	kmsg.AlterShareGroupOffsets:       {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
+	kmsg.DeleteShareGroupOffsets:      {{opDelete, resGroup, ""}, {opRead, resTopic, ""}},
 	kmsg.ConsumerGroupDescribe:        {{opDescribe, resGroup, ""}},
 	kmsg.DescribeTopicPartitions:      {{opDescribe, resTopic, ""}},
 	kmsg.UnregisterBroker:             {{opAlter, resCluster, ""}},

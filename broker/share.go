@@ -19,7 +19,8 @@ package broker
 //   - A share session belongs to the connection that opened it: when
 //     the connection closes, the session goes and its member's records
 //     are released, as Kafka does.
-//   - DescribeShareGroupOffsets v0-1 (share_admin.go).
+//   - DescribeShareGroupOffsets v0-1, AlterShareGroupOffsets v0,
+//     DeleteShareGroupOffsets v0 (share_admin.go).
 //
 // Version 0 of each was Kafka 4.0's early access, removed in 4.1, and
 // is not served. Group ids share one namespace with classic and
@@ -30,7 +31,7 @@ package broker
 // describes them with protocol type "share"; DeleteGroups deletes an
 // empty one (NON_EMPTY_GROUP while it has members).
 //
-// Not served: AlterShareGroupOffsets, DeleteShareGroupOffsets, GROUP config
+// Not served: GROUP config
 // resources for per-group share settings, and share.auto.offset.reset
 // by_duration.
 

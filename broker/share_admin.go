@@ -1,8 +1,19 @@
 package broker
 
-// DescribeShareGroupOffsets v0-1 (KIP-932; v1 adds the lag, KIP-1226),
-// served from the share coordinator's state.
+// The share-group offset APIs, served from the share coordinator's
+// state: DescribeShareGroupOffsets v0-1 (KIP-932; v1 adds the lag,
+// KIP-1226), AlterShareGroupOffsets v0 and DeleteShareGroupOffsets v0.
 //
+// AlterShareGroupOffsets sets share partitions of an empty share group
+// (created if need be) to start at the given offsets, nothing in flight;
+// DeleteShareGroupOffsets forgets a share group's state of whole topics.
+// Both answer NON_EMPTY_GROUP while the group has members; a group or
+// topic the caller may not READ (DELETE the group, for the deletion) is
+// GROUP_AUTHORIZATION_FAILED or TOPIC_AUTHORIZATION_FAILED; an unknown
+// topic or partition UNKNOWN_TOPIC_OR_PARTITION; a start offset below
+// the log start offset or past the high watermark OFFSET_OUT_OF_RANGE.
+//
+// DescribeShareGroupOffsets:
 // Behaviour:
 //   - Authorization as in Kafka: DESCRIBE on the group, else
 //     GROUP_AUTHORIZATION_FAILED for it; DESCRIBE on each topic, else
@@ -28,6 +39,115 @@ import (
 func init() {
 	register(kmsg.DescribeShareGroupOffsets.Int16(), 0, 1, handleDescribeShareGroupOffsets)
 	apiACLs[kmsg.DescribeShareGroupOffsets.Int16()] = []aclNeed{{opDescribe, resGroup, ""}, {opDescribe, resTopic, "each topic described"}}
+	register(kmsg.AlterShareGroupOffsets.Int16(), 0, 0, handleAlterShareGroupOffsets)
+	apiACLs[kmsg.AlterShareGroupOffsets.Int16()] = []aclNeed{{opRead, resGroup, ""}, {opRead, resTopic, "each topic altered"}}
+	register(kmsg.DeleteShareGroupOffsets.Int16(), 0, 0, handleDeleteShareGroupOffsets)
+	apiACLs[kmsg.DeleteShareGroupOffsets.Int16()] = []aclNeed{{opDelete, resGroup, ""}, {opRead, resTopic, "each topic deleted"}}
+}
+
+func handleAlterShareGroupOffsets(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.AlterShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	sc := r.b.shareCoordinator()
+	switch {
+	case !r.allowed(opRead, resGroup, req.GroupID):
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupAuthorizationFailed.Code, strPtr("not authorized to read group "+req.GroupID)
+		return resp, nil
+	case sc == nil:
+		resp.ErrorCode, resp.ErrorMessage = kerr.CoordinatorNotAvailable.Code, strPtr(errShareNotReady.Error())
+		return resp, nil
+	case req.GroupID == "":
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidGroupID.Code, strPtr("the group id is empty")
+		return resp, nil
+	case !sc.Exists(req.GroupID) && r.b.consumerGroupExists(r.ctx, req.GroupID):
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, strPtr("group "+req.GroupID+" is a consumer group, not a share group")
+		return resp, nil
+	}
+	starts := map[share.TP]int64{}
+	var parts []*kmsg.AlterShareGroupOffsetsResponseTopicPartition
+	for _, rt := range req.Topics {
+		t := r.b.lookup(rt.Topic)
+		ot := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		ot.Topic = rt.Topic
+		if t != nil {
+			ot.TopicID = t.id
+		}
+		denied := !r.allowed(opRead, resTopic, rt.Topic)
+		for _, rp := range rt.Partitions {
+			op := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			op.Partition = rp.Partition
+			switch {
+			case denied:
+				op.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.parts):
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case rp.StartOffset < t.parts[rp.Partition].StartOffset() || rp.StartOffset > t.parts[rp.Partition].HighWatermark():
+				op.ErrorCode = kerr.OffsetOutOfRange.Code
+				op.ErrorMessage = strPtr("the start offset is outside the partition's log")
+			default:
+				starts[share.TP{Topic: t.id, Partition: rp.Partition}] = rp.StartOffset
+			}
+			ot.Partitions = append(ot.Partitions, op)
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			parts = append(parts, &resp.Topics[i].Partitions[j])
+		}
+	}
+	if code, msg := sc.ResetStarts(req.GroupID, starts); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, strPtr(msg)
+		for _, p := range parts {
+			if p.ErrorCode == 0 {
+				p.ErrorCode = code
+			}
+		}
+	}
+	return resp, nil
+}
+
+func handleDeleteShareGroupOffsets(r *request) (kmsg.Response, error) {
+	req := r.kreq.(*kmsg.DeleteShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	sc := r.b.shareCoordinator()
+	switch {
+	case !r.allowed(opDelete, resGroup, req.GroupID):
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupAuthorizationFailed.Code, strPtr("not authorized to delete from group "+req.GroupID)
+		return resp, nil
+	case sc == nil:
+		resp.ErrorCode, resp.ErrorMessage = kerr.CoordinatorNotAvailable.Code, strPtr(errShareNotReady.Error())
+		return resp, nil
+	}
+	s, ok := sc.Summary(req.GroupID)
+	if !ok {
+		resp.ErrorCode, resp.ErrorMessage = kerr.GroupIDNotFound.Code, strPtr("share group "+req.GroupID+" does not exist")
+		return resp, nil
+	}
+	var drop []share.TP
+	for _, rt := range req.Topics {
+		ot := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		ot.Topic = rt.Topic
+		t := r.b.lookup(rt.Topic)
+		switch {
+		case !r.allowed(opRead, resTopic, rt.Topic):
+			ot.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		case t == nil:
+			ot.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		default:
+			ot.TopicID = t.id
+			for _, p := range s.Parts {
+				if p.TP.Topic == t.id {
+					drop = append(drop, p.TP)
+				}
+			}
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	if code, msg := sc.DropStates(req.GroupID, drop); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, strPtr(msg)
+	}
+	return resp, nil
 }
 
 func handleDescribeShareGroupOffsets(r *request) (kmsg.Response, error) {

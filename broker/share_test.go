@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +32,12 @@ func addShareSamples(add func(kmsg.Request, int16, bool)) {
 	o := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 	o.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g"}}
 	add(o, 1, true)
+	al := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	al.GroupID = "g"
+	add(al, 0, true)
+	dl := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	dl.GroupID = "g"
+	add(dl, 0, true)
 }
 
 // shareOpts are broker settings that make share-group tests quick: the
@@ -492,5 +499,66 @@ func TestShareGroupReadCommitted(t *testing.T) {
 	poll(4)
 	if want := []string{"c1", "c2", "c3", "p1"}; !slices.Equal(got, want) {
 		t.Fatalf("read_committed share consumer got %v, want %v", got, want)
+	}
+}
+
+// TestShareGroupOffsetAdmin: kadm's share-group offset calls: an empty
+// group's start moves where AlterShareGroupOffsets says (only the
+// records after it are delivered), DescribeShareGroupOffsets reports
+// start and lag, DeleteShareGroupOffsets forgets the state; both refuse
+// a group with members.
+func TestShareGroupOffsetAdmin(t *testing.T) {
+	tb := startTest(t, shareOpts(ShareGroupSettings{}))
+	if err := tb.b.CreateTopic(t.Context(), "q", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*kgo.Record
+	for i := range 10 {
+		rs = append(rs, &kgo.Record{Topic: "q", Value: fmt.Appendf(nil, "%d", i)})
+	}
+	if err := tb.client().ProduceSync(t.Context(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(tb.client())
+	ctx := t.Context()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "q", Partition: 0, At: 6})
+	if r, err := adm.AlterShareGroupOffsets(ctx, "sg", offs); err != nil || r.Error() != nil {
+		t.Fatalf("alter: %v %v", err, r.Error())
+	}
+	d, err := adm.DescribeShareGroupOffsets(ctx, "sg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := d["sg"].Offsets.Lookup("q", 0); !ok || o.StartOffset != 6 || o.Lag != 4 {
+		t.Fatalf("described %+v %v", o, ok)
+	}
+	cl := shareClient(t, tb, "sg", "q")
+	var got []string
+	for len(got) < 4 {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			got = append(got, string(r.Value))
+			r.Ack(kgo.AckAccept)
+		})
+	}
+	if !slices.Equal(got, []string{"6", "7", "8", "9"}) {
+		t.Fatalf("after the alter got %v", got)
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := adm.AlterShareGroupOffsets(ctx, "sg", offs); err == nil && r.Error() == nil {
+		t.Fatal("alter accepted with a member in the group")
+	}
+	cl.Close()
+	WaitFor(t, "the member to leave", func() bool {
+		s, _ := tb.b.shareCoordinator().Summary("sg")
+		return len(s.Members) == 0
+	})
+	if r, err := adm.DeleteShareGroupOffsets(ctx, "sg", "q"); err != nil || r.Error() != nil {
+		t.Fatalf("delete: %v %v", err, r.Error())
+	}
+	if s, _ := tb.b.shareCoordinator().Summary("sg"); len(s.Parts) != 0 {
+		t.Fatalf("share partitions left after the delete: %+v", s.Parts)
 	}
 }

@@ -352,3 +352,94 @@ func (c *Coordinator) Delete(id string) (int16, string) {
 	}
 	return 0, ""
 }
+
+// emptyGroup returns share group id if it has no members: else an error
+// code and message (NON_EMPTY_GROUP, or GROUP_ID_NOT_FOUND when create
+// is false and the group does not exist).
+func (c *Coordinator) emptyGroup(id string, create bool) (*group, int16, string) {
+	var g *group
+	if create {
+		var err error
+		if g, err = c.ensureGroup(id); err != nil {
+			return nil, kerr.CoordinatorNotAvailable.Code, err.Error()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g == nil {
+		g = c.groups[id]
+	}
+	switch {
+	case g == nil:
+		return nil, kerr.GroupIDNotFound.Code, "share group " + id + " does not exist"
+	case len(g.members) > 0:
+		return nil, kerr.NonEmptyGroup.Code, "share group " + id + " has members: stop its consumers first"
+	}
+	return g, 0, ""
+}
+
+// ResetStarts sets share partitions of the empty share group id
+// (created if need be) to start at the given offsets, with nothing in
+// flight and every delivery count forgotten (AlterShareGroupOffsets).
+func (c *Coordinator) ResetStarts(id string, starts map[TP]int64) (int16, string) {
+	g, code, msg := c.emptyGroup(id, true)
+	if code != 0 {
+		return code, msg
+	}
+	for tp, start := range starts {
+		c.mu.Lock()
+		sp := g.parts[tp]
+		if sp == nil {
+			sp = &sharePartition{key: partKey(id, tp), st: newState(start)}
+			g.parts[tp] = sp
+			sp.writeMu.Lock()
+			c.mu.Unlock()
+		} else {
+			c.mu.Unlock()
+			sp.writeMu.Lock()
+			sp.mu.Lock()
+			sp.st = newState(start)
+			sp.mu.Unlock()
+		}
+		w, err := c.log.Enqueue([]kvlog.Record{{Key: sp.key, Value: sp.st.full()}})
+		sp.writeMu.Unlock()
+		if err == nil {
+			err = w()
+		}
+		if err != nil {
+			return kerr.KafkaStorageError.Code, "recording the new start offsets: " + err.Error()
+		}
+	}
+	return 0, ""
+}
+
+// DropStates forgets the share partitions tps of the empty share group
+// id (DeleteShareGroupOffsets): the next member starts them where
+// share.auto.offset.reset says.
+func (c *Coordinator) DropStates(id string, tps []TP) (int16, string) {
+	g, code, msg := c.emptyGroup(id, false)
+	if code != 0 {
+		return code, msg
+	}
+	var recs []kvlog.Record
+	for _, tp := range tps {
+		c.mu.Lock()
+		sp := g.parts[tp]
+		delete(g.parts, tp)
+		c.mu.Unlock()
+		if sp == nil {
+			continue
+		}
+		sp.writeMu.Lock()
+		sp.deleted = true
+		sp.writeMu.Unlock()
+		recs = append(recs, kvlog.Record{Key: sp.key})
+	}
+	if len(recs) == 0 {
+		return 0, ""
+	}
+	if err := c.log.Append(recs, nil); err != nil {
+		return kerr.KafkaStorageError.Code, "deleting share-partition state: " + err.Error()
+	}
+	return 0, ""
+}
