@@ -3,12 +3,14 @@ package share
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/internal/vfs"
 )
@@ -424,5 +426,58 @@ func TestSimpleAssignor(t *testing.T) {
 		if g.epoch != 1 {
 			t.Errorf("epoch %d after an unchanged assignment, want 1", g.epoch)
 		}
+	}
+}
+
+// TestFetchWakesOnRelease: a ShareFetch waiting for records returns
+// with them when another member releases its records, not at the end
+// of its wait.
+func TestFetchWakesOnRelease(t *testing.T) {
+	l := newMemLog()
+	l.add(t, 3, false, false)
+	c := openTest(t, vfs.NewMem(), l, Settings{})
+	defer c.Close()
+	join(t, c, "a")
+	join(t, c, "b")
+	if rs, _ := fetch(t, c, "a", 0, 100); len(offsets(rs)) != 3 {
+		t.Fatalf("a acquired %v", rs)
+	}
+	if rs, _ := fetch(t, c, "b", 0, 100); len(rs) != 0 {
+		t.Fatalf("b acquired %v while a holds everything", rs)
+	}
+	got := make(chan []Range, 1)
+	go func() {
+		f := kmsg.NewPtrShareFetchRequest()
+		f.Version, f.GroupID, f.MemberID, f.ShareSessionEpoch, f.MaxWaitMillis = 2, kmsg.StringPtr("g"), kmsg.StringPtr("b"), 1, 60000
+		f.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: topicID, Partitions: []kmsg.ShareFetchRequestTopicPartition{{Partition: 0}}}}
+		var out []Range
+		for _, tp := range c.Fetch(t.Context(), f, nil, nil).Topics {
+			for _, p := range tp.Partitions {
+				for _, a := range p.AcquiredRecords {
+					out = append(out, Range{a.FirstOffset, a.LastOffset, a.DeliveryCount})
+				}
+			}
+		}
+		got <- out
+	}()
+	// The release comes once b's fetch has opened its round (its session
+	// epoch moved): before its acquisition pass, which then finds the
+	// records, or after it, when only the wake-up brings them.
+	for {
+		c.mu.Lock()
+		s := c.sessions[sessionKey{"g", "b"}]
+		moved := s != nil && s.epoch == 2
+		c.mu.Unlock()
+		if moved {
+			break
+		}
+		runtime.Gosched()
+	}
+	if code := acknowledge(t, c, "a", 1, ack{0, 2, AckRelease}); code != 0 {
+		t.Fatalf("release: %d", code)
+	}
+	rs := <-got
+	if want := map[int64]int16{0: 2, 1: 2, 2: 2}; !maps.Equal(offsets(rs), want) {
+		t.Fatalf("b woke with %v, want %v", offsets(rs), want)
 	}
 }
