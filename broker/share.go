@@ -32,8 +32,7 @@ package broker
 // empty one (NON_EMPTY_GROUP while it has members).
 //
 // Not served: GROUP config
-// resources for per-group share settings, and share.auto.offset.reset
-// by_duration.
+// resources for per-group share settings.
 
 import (
 	"context"
@@ -77,7 +76,8 @@ type ShareGroupSettings struct {
 	// MaxSize: group.share.max.size (200).
 	MaxSize int
 	// AutoOffsetReset: every share group's share.auto.offset.reset,
-	// "latest" (default) or "earliest".
+	// "latest" (default), "earliest", or "by_duration:" and an ISO-8601
+	// duration such as PT1H (the first record at most that long ago).
 	AutoOffsetReset string
 	// IsolationLevel: every share group's share.isolation.level,
 	// "read_uncommitted" (default) or "read_committed".
@@ -150,6 +150,11 @@ func (l sharePartLog) HighWatermark() int64    { return l.p.HighWatermark() }
 func (l sharePartLog) LastStableOffset() int64 { return l.p.LastStableOffset() }
 
 func (l sharePartLog) AbortedBatch(h *batch.Header) bool { return l.p.AbortedBatch(h) }
+
+func (l sharePartLog) OffsetForTime(ms int64) (int64, error) {
+	off, _, err := l.p.ListOffset(ms, false)
+	return off, err
+}
 
 func (l sharePartLog) Read(offset int64, committed bool, maxBytes int) ([]byte, error) {
 	s, _, err := l.p.Read(offset, committed, maxBytes)

@@ -16,7 +16,7 @@ func shareFlags(fs *pflag.FlagSet) *broker.ShareGroupSettings {
 	fs.DurationVar(&s.HeartbeatInterval, "share-heartbeat", 0, "share-group member heartbeat interval (group.share.heartbeat.interval.ms; 0: 5s)")
 	fs.DurationVar(&s.SessionTimeout, "share-session-timeout", 0, "share-group member session timeout (group.share.session.timeout.ms; 0: 45s)")
 	fs.IntVar(&s.MaxSize, "share-max-size", 0, "members per share group (group.share.max.size; 0: 200)")
-	fs.StringVar(&s.AutoOffsetReset, "share-auto-offset-reset", "latest", "where a share group starts reading a partition: latest or earliest (share.auto.offset.reset, for every share group)")
+	fs.StringVar(&s.AutoOffsetReset, "share-auto-offset-reset", "latest", "where a share group starts reading a partition: latest, earliest, or by_duration:PnDTnHnMnS (share.auto.offset.reset, for every share group)")
 	fs.StringVar(&s.IsolationLevel, "share-isolation-level", "read_uncommitted", "read_uncommitted, or read_committed to never deliver aborted or open transactions' records (share.isolation.level, for every share group)")
 	return s
 }

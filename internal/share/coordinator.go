@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +32,8 @@ type Settings struct {
 	// MaxSize: group.share.max.size (200).
 	MaxSize int
 	// AutoOffsetReset: the default share.auto.offset.reset, "latest"
-	// (the default) or "earliest".
+	// (the default), "earliest", or "by_duration:" and an ISO-8601
+	// duration (PnDTnHnMnS): the first record at most that long ago.
 	AutoOffsetReset string
 	// IsolationLevel: the default share.isolation.level,
 	// "read_uncommitted" (the default) or "read_committed".
@@ -75,12 +77,64 @@ func (s Settings) WithDefaults() (Settings, error) {
 		return s, fmt.Errorf("share: group.share.heartbeat.interval.ms %v must be positive and shorter than group.share.session.timeout.ms %v", s.HeartbeatInterval, s.SessionTimeout)
 	case s.MaxSize < 1:
 		return s, fmt.Errorf("share: group.share.max.size %d must be at least 1", s.MaxSize)
-	case s.AutoOffsetReset != "latest" && s.AutoOffsetReset != "earliest":
-		return s, fmt.Errorf("share: share.auto.offset.reset %q is not latest or earliest", s.AutoOffsetReset)
+	case s.AutoOffsetReset != "latest" && s.AutoOffsetReset != "earliest" && !strings.HasPrefix(s.AutoOffsetReset, byDuration):
+		return s, fmt.Errorf("share: share.auto.offset.reset %q is not latest, earliest or by_duration:PnDTnHnMnS", s.AutoOffsetReset)
 	case s.IsolationLevel != "read_uncommitted" && s.IsolationLevel != "read_committed":
 		return s, fmt.Errorf("share: share.isolation.level %q is not read_uncommitted or read_committed", s.IsolationLevel)
 	}
+	if d, ok := strings.CutPrefix(s.AutoOffsetReset, byDuration); ok {
+		if _, err := parseISODuration(d); err != nil {
+			return s, fmt.Errorf("share: share.auto.offset.reset %q: %w", s.AutoOffsetReset, err)
+		}
+	}
 	return s, nil
+}
+
+const byDuration = "by_duration:"
+
+// parseISODuration parses the ISO-8601 durations Kafka's
+// share.auto.offset.reset takes: PnD, then T with nH, nM and n(.n)S, in
+// that order, each optional but one, none negative.
+func parseISODuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("duration %q is not an ISO-8601 duration such as PT1H or P1DT12H", s)
+	rest, ok := strings.CutPrefix(strings.ToUpper(s), "P")
+	if !ok || rest == "" {
+		return 0, bad
+	}
+	var d time.Duration
+	days, timePart, hasT := strings.Cut(rest, "T")
+	if days != "" {
+		n, ok := strings.CutSuffix(days, "D")
+		v, err := strconv.ParseUint(n, 10, 32)
+		if !ok || err != nil {
+			return 0, bad
+		}
+		d += time.Duration(v) * 24 * time.Hour
+	}
+	if hasT {
+		if timePart == "" {
+			return 0, bad
+		}
+		for _, u := range []struct {
+			suffix string
+			unit   time.Duration
+		}{{"H", time.Hour}, {"M", time.Minute}, {"S", time.Second}} {
+			i := strings.Index(timePart, u.suffix)
+			if i < 0 {
+				continue
+			}
+			v, err := strconv.ParseFloat(timePart[:i], 64)
+			if err != nil || v < 0 || timePart[:i] == "" || strings.ContainsAny(timePart[:i], "eE+-") {
+				return 0, bad
+			}
+			d += time.Duration(v * float64(u.unit))
+			timePart = timePart[i+1:]
+		}
+		if timePart != "" {
+			return 0, bad
+		}
+	}
+	return d, nil
 }
 
 func (s Settings) limits() Limits {
@@ -99,6 +153,9 @@ type Log interface {
 	Read(offset int64, committed bool, maxBytes int) ([]byte, error)
 	// AbortedBatch reports whether a transactional batch was aborted.
 	AbortedBatch(h *batch.Header) bool
+	// OffsetForTime is the first offset whose record's timestamp is at
+	// or after ms, or -1 when there is none.
+	OffsetForTime(ms int64) (int64, error)
 }
 
 // TopicInfo is a topic's id and partition count.
@@ -496,8 +553,14 @@ func (c *Coordinator) partition(g *group, tp TP, l Log) (*sharePartition, error)
 		return nil, fmt.Errorf("share: share group %s was deleted", g.id)
 	}
 	start := l.HighWatermark()
-	if c.set.AutoOffsetReset == "earliest" {
+	switch reset := c.set.AutoOffsetReset; {
+	case reset == "earliest":
 		start = l.StartOffset()
+	case strings.HasPrefix(reset, byDuration):
+		d, _ := parseISODuration(strings.TrimPrefix(reset, byDuration)) // checked by WithDefaults
+		if off, err := l.OffsetForTime(c.cfg.Now().Add(-d).UnixMilli()); err == nil && off >= 0 {
+			start = off
+		}
 	}
 	sp = &sharePartition{key: partKey(g.id, tp), st: newState(start)}
 	sp.writeMu.Lock() // before the partition is visible: its first write is the initial state

@@ -74,6 +74,19 @@ func (l *memLog) AbortedBatch(h *batch.Header) bool {
 	return l.aborted[h.BaseOffset]
 }
 
+// OffsetForTime: the test log's records are timestamped 1000 ms times
+// their batch's base offset.
+func (l *memLog) OffsetForTime(ms int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.firsts {
+		if f*1000 >= ms {
+			return f, nil
+		}
+	}
+	return -1, nil
+}
+
 func (l *memLog) Read(offset int64, committed bool, maxBytes int) ([]byte, error) {
 	limit := l.HighWatermark()
 	if committed {

@@ -481,3 +481,39 @@ func TestFetchWakesOnRelease(t *testing.T) {
 		t.Fatalf("b woke with %v, want %v", offsets(rs), want)
 	}
 }
+
+// TestAutoOffsetResetByDuration: by_duration starts a share partition at
+// the first record at most that long ago; bad durations are refused.
+func TestAutoOffsetResetByDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"PT1H": time.Hour, "P1DT2H": 26 * time.Hour, "PT1M30S": 90 * time.Second, "PT0.5S": 500 * time.Millisecond, "P2D": 48 * time.Hour,
+	} {
+		if got, err := parseISODuration(in); err != nil || got != want {
+			t.Errorf("parse %q: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "P", "PT", "1H", "PT-1H", "P1H", "PT1H2D", "PTxS", "P1DT"} {
+		if _, err := parseISODuration(in); err == nil {
+			t.Errorf("parse %q accepted", in)
+		}
+	}
+	if _, err := (Settings{AutoOffsetReset: "by_duration:soon"}).WithDefaults(); err == nil {
+		t.Error("by_duration:soon accepted")
+	}
+	l := newMemLog()
+	for range 5 {
+		l.add(t, 2, false, false) // batches at 0, 2, 4, 6, 8: timestamps 0 s, 2 s, ... 8 s
+	}
+	now := time.UnixMilli(9000)
+	c, err := Open(Config{FS: vfs.NewMem(), Dir: "/share", Logs: memLogs{l}, Now: func() time.Time { return now },
+		Settings: Settings{AutoOffsetReset: "by_duration:PT4S"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	join(t, c, "m")
+	rs, _ := fetch(t, c, "m", 0, 100)
+	if got := slices.Sorted(maps.Keys(offsets(rs))); !slices.Equal(got, []int64{6, 7, 8, 9}) {
+		t.Fatalf("by_duration:PT4S at 9 s acquired %v, want 6-9 (records of 5 s on)", got)
+	}
+}
