@@ -15,6 +15,11 @@ import (
 
 const recordVersion = 0
 
+// maxWindow bounds the in-flight window a stored value may describe: far
+// above group.share.partition.max.record.locks (at most 10000), so that
+// a damaged value is refused rather than allocated.
+const maxWindow = 1 << 20
+
 // Kinds of share-partition value.
 const (
 	kindDelta = 0 // start, then the runs of offsets whose state changed
@@ -52,7 +57,7 @@ func decodeKey(k []byte) (byte, string, TP, error) {
 		return 'g', string(k[1:]), TP{}, nil
 	case 'p':
 		n, w := binary.Uvarint(k[1:])
-		if w <= 0 || uint64(len(k)-1-w) != n+20 {
+		if w <= 0 || w != len(binary.AppendUvarint(nil, n)) || uint64(len(k)-1-w) != n+20 {
 			return 0, "", TP{}, fmt.Errorf("%w: share-partition key of %d bytes", ErrBadRecord, len(k))
 		}
 		rest := k[1+w:]
@@ -199,8 +204,8 @@ func apply(s *spState, v []byte) (*spState, error) {
 			return bad(fmt.Sprintf("state %d", st))
 		}
 		first := prev + int64(gap)
-		if first < prev || first+int64(n) < first {
-			return bad("run offsets")
+		if gap > maxWindow || first < prev || first+int64(n)-s.start > maxWindow {
+			return bad(fmt.Sprintf("runs reach past %d in-flight records", maxWindow))
 		}
 		for off := first; off < first+int64(n); off++ {
 			for s.end() < off {
