@@ -187,13 +187,16 @@ func handleFindCoordinator(r *request) (kmsg.Response, error) {
 
 func handleOffsetCommit(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
-	if !r.allowed(opRead, resGroup, req.Group) {
+	if code := kerr.GroupAuthorizationFailed.Code; !r.allowed(opRead, resGroup, req.Group) || r.b.isShareGroup(req.Group) {
+		if r.b.isShareGroup(req.Group) { // share.go: a share group commits no offsets
+			code = kerr.GroupIDNotFound.Code
+		}
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range req.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.GroupAuthorizationFailed.Code})
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}

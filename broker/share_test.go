@@ -311,6 +311,18 @@ func TestShareGroupNamespace(t *testing.T) {
 	if r := c.roundTrip(hb).(*kmsg.ShareGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Errorf("share heartbeat on a consumer group: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version, oc.Group, oc.Generation = 8, "sg", -1
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "q", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	if r := c.roundTrip(oc).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Errorf("offset commit to a share group: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Version, jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = 5, "sg", "consumer", 10000, 10000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	if r := c.roundTrip(jg).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("classic join of a share group: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
 	// Unknown sessions and stale epochs.
 	f := kmsg.NewPtrShareFetchRequest()
 	f.Version, f.GroupID, f.MemberID, f.ShareSessionEpoch = 2, kmsg.StringPtr("sg"), kmsg.StringPtr("m1"), 3
