@@ -187,16 +187,13 @@ func handleFindCoordinator(r *request) (kmsg.Response, error) {
 
 func handleOffsetCommit(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
-	if code := kerr.GroupAuthorizationFailed.Code; !r.allowed(opRead, resGroup, req.Group) || r.b.isShareGroup(req.Group) {
-		if r.b.isShareGroup(req.Group) { // share.go: a share group commits no offsets
-			code = kerr.GroupIDNotFound.Code
-		}
+	if !r.allowed(opRead, resGroup, req.Group) {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, t := range req.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.GroupAuthorizationFailed.Code})
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
@@ -216,6 +213,19 @@ func handleOffsetCommit(r *request) (kmsg.Response, error) {
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.TopicAuthorizationFailed.Code})
 		}
 		denied = append(denied, rt)
+	}
+	if r.b.isShareGroup(req.Group) { // share.go: a share group commits no offsets
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, t := range sub.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.GroupIDNotFound.Code})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		resp.Topics = append(resp.Topics, denied...)
+		return resp, nil
 	}
 	resp := r.b.groups.OffsetCommit(r.ctx, &sub)
 	resp.Topics = append(resp.Topics, denied...)
