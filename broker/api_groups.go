@@ -185,19 +185,24 @@ func handleFindCoordinator(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// offsetCommitFailed answers every partition of topics with code.
+func offsetCommitFailed(req *kmsg.OffsetCommitRequest, topics []kmsg.OffsetCommitRequestTopic, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
 func handleOffsetCommit(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
 	if !r.allowed(opRead, resGroup, req.Group) {
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.GroupAuthorizationFailed.Code})
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil
+		return offsetCommitFailed(req, req.Topics, kerr.GroupAuthorizationFailed.Code), nil
 	}
 	sub := *req
 	sub.Topics = nil
@@ -215,15 +220,7 @@ func handleOffsetCommit(r *request) (kmsg.Response, error) {
 		denied = append(denied, rt)
 	}
 	if r.b.isShareGroup(req.Group) { // share.go: a share group commits no offsets
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range sub.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.GroupIDNotFound.Code})
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+		resp := offsetCommitFailed(req, sub.Topics, kerr.GroupIDNotFound.Code)
 		resp.Topics = append(resp.Topics, denied...)
 		return resp, nil
 	}
