@@ -231,8 +231,16 @@ func TestReadCommitted(t *testing.T) {
 // is cut by a power loss before each of its filesystem writes in turn;
 // after recovery no answered acceptance or rejection is delivered
 // again, and every record answered as acquired and not acknowledged is
-// delivered again with a higher delivery count.
+// delivered again with a higher delivery count. It runs twice: with the
+// state log never compacted, and compacted every few records, so that
+// the cuts fall in snapshot writes and switches too.
 func TestCrashAtEveryWrite(t *testing.T) {
+	for _, compact := range []int{0, 2} {
+		t.Run(fmt.Sprintf("compact=%d", compact), func(t *testing.T) { crashAtEveryWrite(t, compact) })
+	}
+}
+
+func crashAtEveryWrite(t *testing.T, compactMin int) {
 	l := newMemLog()
 	for range 10 {
 		l.add(t, 2, false, false)
@@ -242,9 +250,13 @@ func TestCrashAtEveryWrite(t *testing.T) {
 		acquired map[int64]int16 // answered acquired: highest count
 		acked    map[int64]bool  // in some acknowledgement sent (answered or not)
 	}
+	var probeGen int // the state log's generation after the uncut workload
 	workload := func(fs *vfs.MemFS, f *facts, cut int64) {
 		answered := func() bool { return cut == 0 || fs.Seq() < cut }
-		c := openTest(t, fs, l, Settings{})
+		c, err := Open(Config{FS: fs, Dir: "/share", Logs: memLogs{l}, Settings: Settings{AutoOffsetReset: "earliest"}, CompactMinRecords: compactMin})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
 		defer c.Close()
 		join(t, c, "m1")
 		note := func(rs []Range) {
@@ -292,6 +304,9 @@ func TestCrashAtEveryWrite(t *testing.T) {
 			f.settled[7] = true
 		}
 		note(rs)
+		if cut == 0 {
+			probeGen = c.log.Generation()
+		}
 	}
 	newFacts := func() *facts {
 		return &facts{map[int64]bool{}, map[int64]int16{}, map[int64]bool{}}
@@ -299,6 +314,9 @@ func TestCrashAtEveryWrite(t *testing.T) {
 	probe := vfs.NewMem()
 	workload(probe, newFacts(), 0)
 	total := probe.Seq()
+	if compactMin > 0 && probeGen < 2 {
+		t.Fatalf("the state log was never compacted during the workload (generation %d)", probeGen)
+	}
 	if total < 10 {
 		t.Fatalf("the workload made only %d writes", total)
 	}
@@ -312,7 +330,7 @@ func TestCrashAtEveryWrite(t *testing.T) {
 		if cfs == nil {
 			t.Fatalf("cut %d: no crash clone", cut)
 		}
-		c, err := Open(Config{FS: cfs, Dir: "/share", Logs: memLogs{l}, Settings: Settings{AutoOffsetReset: "earliest"}})
+		c, err := Open(Config{FS: cfs, Dir: "/share", Logs: memLogs{l}, Settings: Settings{AutoOffsetReset: "earliest"}, CompactMinRecords: compactMin})
 		if err != nil {
 			t.Fatalf("cut %d: recovery: %v", cut, err)
 		}
