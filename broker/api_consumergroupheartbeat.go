@@ -29,6 +29,11 @@ func handleConsumerGroupHeartbeat(r *request) (kmsg.Response, error) {
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
+	if req.MemberEpoch == 0 && r.b.isShareGroup(req.Group) { // share.go
+		resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode, resp.ErrorMessage = kerr.InconsistentGroupProtocol.Code, strPtr("group "+req.Group+" is a share group")
+		return resp, nil
+	}
 	var describable func(string) bool
 	if r.b.authz != nil && !r.internal {
 		describable = func(topic string) bool { return r.allowed(opDescribe, resTopic, topic) }

@@ -61,6 +61,11 @@ func init() {
 			resp.ErrorCode, resp.Generation = kerr.GroupAuthorizationFailed.Code, -1
 			return resp, nil
 		}
+		if r.b.isShareGroup(req.Group) { // share.go
+			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+			resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
+			return resp, nil
+		}
 		cl := groups.Client{ID: r.clientID, Host: "/" + r.host}
 		return r.b.groups.JoinGroup(r.ctx, cl, req), nil
 	})
@@ -96,6 +101,7 @@ func init() {
 	register(kmsg.DescribeGroups.Int16(), 0, 6, func(r *request) (kmsg.Response, error) {
 		req := r.kreq.(*kmsg.DescribeGroupsRequest)
 		resp := r.b.groups.DescribeGroups(r.ctx, req)
+		r.b.shareDescribeGroups(resp) // share.go
 		for i := range resp.Groups {
 			g := &resp.Groups[i]
 			if !r.allowed(opDescribe, resGroup, g.Group) {
@@ -105,7 +111,7 @@ func init() {
 				if req.Version >= 6 {
 					g.ErrorMessage = strPtr("not authorized to describe group " + g.Group)
 				}
-			} else if req.Version >= 6 && g.ErrorCode == 0 && g.State == "Dead" {
+			} else if req.Version >= 6 && g.ErrorCode == 0 && g.State == "Dead" && g.ProtocolType != "share" {
 				describeGroupNotFound(g)
 			} else if req.Version >= 3 && req.IncludeAuthorizedOperations && g.ErrorCode == 0 {
 				g.AuthorizedOperations = r.authorizedOps(resGroup, g.Group)
@@ -115,6 +121,7 @@ func init() {
 	})
 	register(kmsg.ListGroups.Int16(), 0, 5, func(r *request) (kmsg.Response, error) {
 		resp := r.b.groups.ListGroups(r.ctx, r.kreq.(*kmsg.ListGroupsRequest))
+		r.b.shareListGroups(r.kreq.(*kmsg.ListGroupsRequest), resp) // share.go
 		if !r.allowedCluster(opDescribe) {
 			kept := resp.Groups[:0]
 			for _, g := range resp.Groups {
@@ -142,6 +149,7 @@ func init() {
 		sub := *req
 		sub.Groups = ok
 		resp := r.b.groups.DeleteGroups(r.ctx, &sub)
+		r.b.shareDeleteGroups(resp) // share.go
 		resp.Groups = append(resp.Groups, denied...)
 		return resp, nil
 	})
@@ -177,19 +185,24 @@ func handleFindCoordinator(r *request) (kmsg.Response, error) {
 	return resp, nil
 }
 
+// offsetCommitFailed answers every partition of topics with code.
+func offsetCommitFailed(req *kmsg.OffsetCommitRequest, topics []kmsg.OffsetCommitRequestTopic, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
 func handleOffsetCommit(r *request) (kmsg.Response, error) {
 	req := r.kreq.(*kmsg.OffsetCommitRequest)
 	if !r.allowed(opRead, resGroup, req.Group) {
-		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.GroupAuthorizationFailed.Code})
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil
+		return offsetCommitFailed(req, req.Topics, kerr.GroupAuthorizationFailed.Code), nil
 	}
 	sub := *req
 	sub.Topics = nil
@@ -205,6 +218,11 @@ func handleOffsetCommit(r *request) (kmsg.Response, error) {
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.TopicAuthorizationFailed.Code})
 		}
 		denied = append(denied, rt)
+	}
+	if r.b.isShareGroup(req.Group) { // share.go: a share group commits no offsets
+		resp := offsetCommitFailed(req, sub.Topics, kerr.GroupIDNotFound.Code)
+		resp.Topics = append(resp.Topics, denied...)
+		return resp, nil
 	}
 	resp := r.b.groups.OffsetCommit(r.ctx, &sub)
 	resp.Topics = append(resp.Topics, denied...)

@@ -69,6 +69,13 @@ var kafkaACLTable = map[kmsg.Key][]aclNeed{
 	kmsg.DescribeTransactions:         {{opDescribe, resTxnID, ""}, {opDescribe, resTopic, ""}},
 	kmsg.ListTransactions:             {{opDescribe, resTxnID, ""}},
 	kmsg.ConsumerGroupHeartbeat:       {{opRead, resGroup, ""}, {opDescribe, resTopic, ""}},
+	kmsg.ShareGroupHeartbeat:          {{opRead, resGroup, ""}, {opDescribe, resTopic, ""}},
+	kmsg.ShareGroupDescribe:           {{opDescribe, resGroup, ""}, {opDescribe, resTopic, ""}},
+	kmsg.ShareFetch:                   {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
+	kmsg.ShareAcknowledge:             {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
+	kmsg.DescribeShareGroupOffsets:    {{opDescribe, resGroup, ""}, {opDescribe, resTopic, ""}},
+	kmsg.AlterShareGroupOffsets:       {{opRead, resGroup, ""}, {opRead, resTopic, ""}},
+	kmsg.DeleteShareGroupOffsets:      {{opDelete, resGroup, ""}, {opRead, resTopic, ""}},
 	kmsg.ConsumerGroupDescribe:        {{opDescribe, resGroup, ""}},
 	kmsg.DescribeTopicPartitions:      {{opDescribe, resTopic, ""}},
 	kmsg.UnregisterBroker:             {{opAlter, resCluster, ""}},
@@ -211,6 +218,7 @@ func authzSamples() map[int16]struct {
 	add(dg, 4, true)
 	add(kmsg.NewPtrListGroupsRequest(), 3, false)
 	addConsumerGroupSamples(add)
+	addShareSamples(add)
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new", NumPartitions: 1, ReplicationFactor: 1}}
 	add(ct, 5, true)

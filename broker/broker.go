@@ -20,6 +20,7 @@ import (
 	"github.com/sluicedb/sluice/internal/groups"
 	"github.com/sluicedb/sluice/internal/meta"
 	"github.com/sluicedb/sluice/internal/partition"
+	"github.com/sluicedb/sluice/internal/share"
 	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/txn"
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -99,6 +100,9 @@ type Broker struct {
 	// txnc is the transaction coordinator, opened by Start after groups
 	// (nil before); atomic because partition acceptors read it.
 	txnc atomic.Pointer[txn.Coordinator]
+	// sharec is the share-group coordinator (share.go), opened by Start
+	// after txnc (nil before), closed by Close.
+	sharec atomic.Pointer[share.Coordinator]
 
 	// cleaner compacts the logs of compacted topics; started by New,
 	// closed by Close before the partitions.
@@ -235,6 +239,7 @@ func New(opts ...Opt) (*Broker, error) {
 	go b.monitorDisk()
 	if c.registerer != nil {
 		c.registerer.MustRegister(&collector{b: b}, b.telemetry)
+		c.registerer.MustRegister(shareCollector{b}) // share_metrics.go
 	}
 	b.started = time.Now()
 	return b, nil
@@ -320,18 +325,27 @@ func (b *Broker) start() error {
 		}
 		return fmt.Errorf("broker: open transaction coordinator: %w", err)
 	}
+	sc, err := b.openShare()
+	if err != nil {
+		closeAll()
+		tc.Close()
+		g.Close()
+		return err
+	}
 	b.mu.Lock()
 	if b.closing.Load() {
 		// Close ran while the listeners and coordinator were being
 		// opened; it saw neither, so close them here.
 		b.mu.Unlock()
 		closeAll()
+		sc.Close()
 		tc.Close()
 		g.Close()
 		return errors.New("broker: closed")
 	}
 	b.lns, b.groups = lns, g
 	b.txnc.Store(tc)
+	b.sharec.Store(sc)
 	b.listening = true
 	b.wg.Add(len(lns) + 1) // under mu, so that Close's wg.Wait cannot run before it
 	b.mu.Unlock()
@@ -447,6 +461,7 @@ func (b *Broker) dropConn(c *conn) {
 	b.mu.Unlock()
 	b.connCount.Add(-1)
 	b.metrics.conns.Dec()
+	b.shareConnClosed(c) // share.go
 }
 
 // Close shuts the broker down gracefully: it stops accepting, lets every
@@ -487,6 +502,11 @@ func (b *Broker) Close() error {
 			<-done
 		}
 		var errs []error
+		if sc := b.sharec.Load(); sc != nil {
+			if err := sc.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("broker: close share coordinator: %w", err))
+			}
+		}
 		if tc := b.txnc.Load(); tc != nil {
 			if err := tc.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("broker: close transaction coordinator: %w", err))

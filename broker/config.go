@@ -66,6 +66,7 @@ type cfg struct {
 	snapshotInterval             int64         // bytes a partition accepts between producer-state snapshots (0: only at clean shutdown)
 
 	consumerGroups ConsumerGroupSettings // groups848.go
+	shareGroups    ShareGroupSettings    // share.go
 }
 
 // Defaults.
@@ -121,6 +122,9 @@ func (c *cfg) validate() error {
 	}
 	if c.defaultPartitions < 1 {
 		return fmt.Errorf("broker: DefaultPartitions %d must be at least 1", c.defaultPartitions)
+	}
+	if _, err := c.shareGroups.settings().WithDefaults(); err != nil { // share.go
+		return fmt.Errorf("broker: ShareGroups: %w", err)
 	}
 	if c.maxRequestBytes < 1024 {
 		return fmt.Errorf("broker: MaxRequestBytes %d must be at least 1024", c.maxRequestBytes)

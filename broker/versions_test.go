@@ -39,6 +39,9 @@ var kafka40Min = map[kmsg.Key]int16{
 	kmsg.WriteTxnMarkers: 1,
 	// Client telemetry (KIP-714).
 	kmsg.GetTelemetrySubscriptions: 0, kmsg.PushTelemetry: 0,
+	// Share groups (KIP-932): Kafka 4.1 removed the early-access v0.
+	kmsg.ShareGroupHeartbeat: 1, kmsg.ShareGroupDescribe: 1, kmsg.ShareFetch: 1, kmsg.ShareAcknowledge: 1,
+	kmsg.DescribeShareGroupOffsets: 0, kmsg.AlterShareGroupOffsets: 0, kmsg.DeleteShareGroupOffsets: 0,
 }
 
 // clientRange is a span of versions a client can send of one API; the

@@ -29,7 +29,7 @@ const (
 )
 
 func killChild(dir, addr string) {
-	b, err := broker.New(broker.DataDir(dir), broker.ListenAddr(addr))
+	b, err := broker.New(broker.DataDir(dir), broker.ListenAddr(addr), shareChild)
 	if err == nil {
 		err = b.Start()
 	}

@@ -55,6 +55,8 @@ record instead.`,
 	format := fs.StringP("format", "f", `%p %o %k %v\n`, "output format (see above)")
 	jsonOut := fs.BoolP("json", "J", false, "print one JSON object per record")
 	groupProto := addGroupProtocolFlags(fs) // group_consumer.go
+	shareGroup := fs.String("share-group", "", "consume as a member of this share group (KIP-932), acknowledging each printed record with --ack (consume_share.go)")
+	shareAck := fs.String("ack", "accept", "with --share-group, how each printed record is acknowledged: "+shareAckNames())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *topic == "" {
 			return usagef("consume: --topic (-t) is required")
@@ -83,6 +85,12 @@ record instead.`,
 		} else if out, err = parseFormat(*format); err != nil {
 			return err
 		}
+		var ack kgo.AckStatus
+		if *shareGroup != "" {
+			if ack, err = parseShareAck(*shareAck, *partitions, *group, *exitAtEnd); err != nil {
+				return err
+			}
+		}
 		c, err := cf.connect(cmd.Context())
 		if err != nil {
 			return err
@@ -90,6 +98,9 @@ record instead.`,
 		defer c.Close()
 		con := &consumer{c: c, cmd: cmd, topic: *topic, group: *group, spec: spec,
 			count: *count, exit: *exitAtEnd, out: out, groupOpts: groupOpts}
+		if *shareGroup != "" {
+			return con.runShare(*shareGroup, ack)
+		}
 		return con.run(only)
 	}
 	return cmd

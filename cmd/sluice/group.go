@@ -85,6 +85,11 @@ func newGroupDescribeCmd() *cobra.Command {
 				return fmt.Errorf("group describe: group %q does not exist", name)
 			case l.Error() != nil:
 				return fmt.Errorf("group describe %s: %w", name, l.Error())
+			case l.ProtocolType == "share": // group_share.go
+				if err := describeShareGroup(ctx, c, name, out, i > 0); err != nil {
+					return err
+				}
+				continue
 			}
 			if i > 0 {
 				fmt.Fprintln(out)

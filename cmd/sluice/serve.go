@@ -53,6 +53,7 @@ beats the default.`,
 	o.sec.addFlags(fs)
 	o.schema = schemaFlags(fs) // schema registry (serve_schema.go)
 	o.groups = groupFlags(fs)  // consumer groups, KIP-848 (serve_groups.go)
+	o.share = shareFlags(fs)   // share groups (serve_share.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -78,6 +79,7 @@ type serveOptions struct {
 	sec                     serveSecurity
 	schema                  *serveSchema
 	groups                  *serveGroups
+	share                   *broker.ShareGroupSettings
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -126,6 +128,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		broker.TransactionMaxTimeout(o.txnMaxTimeout),
 		broker.PartitionMetrics(o.http.partitionMetrics),
 		broker.LogRequests(o.http.logRequests),
+		broker.ShareGroups(*o.share),
 	}
 	groupOpt, err := o.groups.opt() // serve_groups.go
 	if err != nil {
