@@ -189,6 +189,11 @@ type Config struct {
 	// Tick is how often locks and member sessions are checked for
 	// expiry; default a twentieth of the lock duration, 10 ms to 500 ms.
 	Tick time.Duration
+	// GroupSettings, when not nil, gives a group's own settings: s (the
+	// broker's) with the group's configs applied. It is asked on every
+	// use, so that a change applies to the group at once; it must be
+	// quick and take no lock held around Coordinator calls.
+	GroupSettings func(group string, s Settings) Settings
 }
 
 // Coordinator serves share groups: members and their assignments,
@@ -198,7 +203,6 @@ type Config struct {
 type Coordinator struct {
 	cfg  Config
 	set  Settings
-	lim  Limits
 	log  *kvlog.Log
 	warn func(string, ...any)
 	stop chan struct{}
@@ -248,6 +252,17 @@ type sharePartition struct {
 
 type sessionKey struct{ group, member string }
 
+// groupSettings are the settings in effect for group id.
+func (c *Coordinator) groupSettings(id string) Settings {
+	if c.cfg.GroupSettings == nil {
+		return c.set
+	}
+	return c.cfg.GroupSettings(id, c.set)
+}
+
+// groupLimits are the limits in effect for group id.
+func (c *Coordinator) groupLimits(id string) Limits { return c.groupSettings(id).limits() }
+
 type session struct {
 	conn  any   // the connection that opened it (ConnClosed)
 	epoch int32 // the epoch the next request must carry
@@ -271,7 +286,7 @@ func Open(cfg Config) (*Coordinator, error) {
 		cfg.Tick = min(max(set.RecordLockDuration/20, 10*time.Millisecond), 500*time.Millisecond)
 	}
 	c := &Coordinator{
-		cfg: cfg, set: set, lim: set.limits(), warn: cfg.Logger.Warn,
+		cfg: cfg, set: set, warn: cfg.Logger.Warn,
 		stop: make(chan struct{}), done: make(chan struct{}),
 		groups: map[string]*group{}, sessions: map[sessionKey]*session{},
 		notify: make(chan struct{}),
@@ -287,8 +302,9 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	for _, g := range c.groups {
 		g.epoch++ // members do not survive a restart: they rejoin at a new epoch
+		lim := c.groupLimits(g.id)
 		for _, sp := range g.parts {
-			sp.st.finishLoad(c.lim)
+			sp.st.finishLoad(lim)
 			sp.st.takeDelta()
 		}
 	}
@@ -455,12 +471,12 @@ func (c *Coordinator) expire() {
 		g *group
 		m string
 	}
-	timedOut := func(m *member) bool { return now.Sub(m.lastSeen) > c.set.SessionTimeout }
+	timedOut := func(g *group, m *member) bool { return now.Sub(m.lastSeen) > c.groupSettings(g.id).SessionTimeout }
 	var left []gone
 	c.mu.Lock()
 	for _, g := range c.groups {
 		for id, m := range g.members {
-			if timedOut(m) {
+			if timedOut(g, m) {
 				left = append(left, gone{g, id})
 			}
 		}
@@ -470,11 +486,15 @@ func (c *Coordinator) expire() {
 	if len(left) > 0 {
 		topics = c.cfg.Logs.Topics() // outside c.mu: it takes the broker's locks
 	}
-	var parts []*sharePartition
+	type groupPart struct {
+		group string
+		sp    *sharePartition
+	}
+	var parts []groupPart
 	c.mu.Lock()
 	kept := left[:0]
 	for _, l := range left {
-		if m := l.g.members[l.m]; m != nil && timedOut(m) {
+		if m := l.g.members[l.m]; m != nil && timedOut(l.g, m) {
 			c.removeMemberLocked(l.g, l.m, topics)
 			kept = append(kept, l)
 		}
@@ -482,7 +502,7 @@ func (c *Coordinator) expire() {
 	left = kept
 	for _, g := range c.groups {
 		for _, sp := range g.parts {
-			parts = append(parts, sp)
+			parts = append(parts, groupPart{g.id, sp})
 		}
 	}
 	c.mu.Unlock()
@@ -493,7 +513,8 @@ func (c *Coordinator) expire() {
 			released = true
 		}
 	}
-	for _, sp := range parts {
+	for _, p := range parts {
+		sp := p.sp
 		sp.mu.Lock()
 		d := sp.st.nextDeadline()
 		sp.mu.Unlock()
@@ -501,7 +522,8 @@ func (c *Coordinator) expire() {
 			continue
 		}
 		var changed bool
-		wait, err := c.change(sp, func(st *spState) { changed = st.expire(nowMs, "", c.lim) })
+		lim := c.groupLimits(p.group)
+		wait, err := c.change(sp, func(st *spState) { changed = st.expire(nowMs, "", lim) })
 		if err == nil {
 			err = wait()
 		}
@@ -525,9 +547,10 @@ func (c *Coordinator) releaseMember(g *group, member string) bool {
 	c.mu.Unlock()
 	released := false
 	nowMs := c.cfg.Now().UnixMilli()
+	lim := c.groupLimits(g.id)
 	for _, sp := range parts {
 		var changed bool
-		wait, err := c.change(sp, func(st *spState) { changed = st.expire(nowMs, member, c.lim) })
+		wait, err := c.change(sp, func(st *spState) { changed = st.expire(nowMs, member, lim) })
 		if err == nil {
 			err = wait()
 		}
@@ -540,7 +563,9 @@ func (c *Coordinator) releaseMember(g *group, member string) bool {
 }
 
 // partition returns g's share partition tp, creating it (durably, its
-// start offset set by share.auto.offset.reset) on first use.
+// start offset set by the group's share.auto.offset.reset as it is
+// then) on first use: as in Kafka, a change of share.auto.offset.reset
+// applies to the share partitions initialized after it.
 func (c *Coordinator) partition(g *group, tp TP, l Log) (*sharePartition, error) {
 	c.mu.Lock()
 	sp := g.parts[tp]
@@ -553,7 +578,7 @@ func (c *Coordinator) partition(g *group, tp TP, l Log) (*sharePartition, error)
 		return nil, fmt.Errorf("share: share group %s was deleted", g.id)
 	}
 	start := l.HighWatermark()
-	switch reset := c.set.AutoOffsetReset; {
+	switch reset := c.groupSettings(g.id).AutoOffsetReset; {
 	case reset == "earliest":
 		start = l.StartOffset()
 	case strings.HasPrefix(reset, byDuration):

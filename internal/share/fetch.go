@@ -95,6 +95,7 @@ func (c *Coordinator) acknowledge(g *group, member string, acks map[TP][]ackBatc
 	var waits []pending
 	released := false
 	nowMs := c.cfg.Now().UnixMilli()
+	lim := c.groupLimits(g.id)
 	for tp, bs := range acks {
 		r := res[tp]
 		c.mu.Lock()
@@ -106,7 +107,7 @@ func (c *Coordinator) acknowledge(g *group, member string, acks map[TP][]ackBatc
 		}
 		wait, err := c.change(sp, func(st *spState) {
 			for _, b := range bs {
-				if err := st.ack(member, b.first, b.last, b.types, renewOK, nowMs, c.lim); err != nil {
+				if err := st.ack(member, b.first, b.last, b.types, renewOK, nowMs, lim); err != nil {
 					var ae *ackError
 					errors.As(err, &ae)
 					if r.ackCode == 0 {
@@ -138,7 +139,7 @@ func (c *Coordinator) acknowledge(g *group, member string, acks map[TP][]ackBatc
 // acquire reads sp's log from its next fetch offset and acquires what
 // it may for member, queuing the state change; wait returns once it is
 // durable.
-func (c *Coordinator) acquire(sp *sharePartition, l Log, member string, committed bool, maxBytes, maxRecords int, strict bool) (recs []byte, ranges []Range, wait func() error, err error) {
+func (c *Coordinator) acquire(sp *sharePartition, l Log, member string, lim Limits, committed bool, maxBytes, maxRecords int, strict bool) (recs []byte, ranges []Range, wait func() error, err error) {
 	nowMs := c.cfg.Now().UnixMilli()
 	var rerr error
 	wait, err = c.change(sp, func(st *spState) {
@@ -148,7 +149,7 @@ func (c *Coordinator) acquire(sp *sharePartition, l Log, member string, committe
 			limit = l.LastStableOffset()
 		}
 		off := st.nextFetch()
-		if off >= limit || (off >= st.end() && len(st.recs) >= c.lim.MaxLocks) {
+		if off >= limit || (off >= st.end() && len(st.recs) >= lim.MaxLocks) {
 			return
 		}
 		b, err := l.Read(off, committed, maxBytes)
@@ -172,7 +173,7 @@ func (c *Coordinator) acquire(sp *sharePartition, l Log, member string, committe
 			return
 		}
 		var used []bool
-		ranges, used = st.acquire(member, bs, maxRecords, strict, nowMs, c.lim)
+		ranges, used = st.acquire(member, bs, maxRecords, strict, nowMs, lim)
 		for i, u := range used {
 			if u {
 				recs = append(recs, raws[i]...)
@@ -194,12 +195,12 @@ func (c *Coordinator) acquire(sp *sharePartition, l Log, member string, committe
 // with it (ConnClosed).
 func (c *Coordinator) Fetch(ctx context.Context, req *kmsg.ShareFetchRequest, readable func(topic string) bool, conn any) *kmsg.ShareFetchResponse {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(c.lim.LockMs)
 	fail := func(code int16, msg string) *kmsg.ShareFetchResponse {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return resp
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
+	resp.AcquisitionLockTimeoutMillis = int32(c.groupLimits(group).LockMs)
 	if group == "" || !validMemberID(member) {
 		return fail(kerr.InvalidRequest.Code, "ShareFetch needs a group id and a member id of 1 to 36 characters")
 	}
@@ -309,7 +310,8 @@ func (c *Coordinator) fetchInto(ctx context.Context, g *group, member string, se
 			}
 		}
 	}
-	committed := c.set.IsolationLevel == "read_committed"
+	set := c.groupSettings(g.id)
+	committed := set.IsolationLevel == "read_committed"
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	// Rotate the start so that every partition gets its turn.
 	tps := sess.order
@@ -352,7 +354,7 @@ func (c *Coordinator) fetchInto(ctx context.Context, g *group, member string, se
 			if pm, ok := partMax[tp]; ok {
 				mb = min(mb, pm)
 			}
-			recs, ranges, wait, err := c.acquire(sp, l, member, committed, mb, maxRecords-got, strict)
+			recs, ranges, wait, err := c.acquire(sp, l, member, set.limits(), committed, mb, maxRecords-got, strict)
 			if err != nil {
 				r := result(tp)
 				r.code, r.msg = kerr.KafkaStorageError.Code, "reading the partition failed: "+err.Error()
@@ -421,12 +423,12 @@ func deref(s *string) string {
 // session's member, durable before the response returns.
 func (c *Coordinator) Acknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
-	resp.AcquisitionLockTimeoutMillis = int32(c.lim.LockMs)
 	fail := func(code int16, msg string) *kmsg.ShareAcknowledgeResponse {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return resp
 	}
 	group, member := deref(req.GroupID), deref(req.MemberID)
+	resp.AcquisitionLockTimeoutMillis = int32(c.groupLimits(group).LockMs)
 	if group == "" || !validMemberID(member) {
 		return fail(kerr.InvalidRequest.Code, "ShareAcknowledge needs a group id and a member id of 1 to 36 characters")
 	}

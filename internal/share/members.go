@@ -95,7 +95,7 @@ func (c *Coordinator) Heartbeat(cl Client, req *kmsg.ShareGroupHeartbeatRequest)
 	m.epoch = g.epoch
 	assigned := g.target[m.id]
 	resp.MemberID, resp.MemberEpoch = &req.MemberID, m.epoch
-	resp.HeartbeatIntervalMillis = int32(c.set.HeartbeatInterval.Milliseconds())
+	resp.HeartbeatIntervalMillis = int32(c.groupSettings(g.id).HeartbeatInterval.Milliseconds())
 	c.mu.Unlock()
 
 	// The share partitions start where share.auto.offset.reset says,
