@@ -30,9 +30,8 @@ package broker
 // ListGroups lists share groups with type "share"; DescribeGroups
 // describes them with protocol type "share"; DeleteGroups deletes an
 // empty one (NON_EMPTY_GROUP while it has members).
-//
-// Not served: GROUP config
-// resources for per-group share settings.
+// A group's own share settings are GROUP config resources
+// (share_groupconfig.go).
 
 import (
 	"context"
@@ -107,6 +106,8 @@ func (b *Broker) openShare() (*share.Coordinator, error) {
 		Logs:     shareLogs{b},
 		Settings: b.cfg.shareGroups.settings(),
 		Logger:   b.componentLogger("share"),
+		// a group's own settings (share_groupconfig.go)
+		GroupSettings: b.shareGroupSettings,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: open share coordinator: %w", err)
