@@ -426,7 +426,8 @@ func TestKIP848DocCommands(t *testing.T) {
 	out := runDocCommands(t, n, docBlock(t, "docs/consumer-groups.md", "kip848-doc-commands"))
 	for _, re := range []string{`(?m)^a\nb\nc\nd$`, `(?m)^TYPE +consumer$`, `(?m)^STATE +Empty$`, `(?m)^EPOCH +[1-9]`,
 		`(?m)^ASSIGNOR +uniform$`, `(?m)^clicks +\d +4 +4 +0 +-$`, `(?m)^dashboards +Empty +consumer +consumer$`,
-		`(?m)^consumer.heartbeat.interval.ms +8000 +GROUP_CONFIG$`, `(?m)^consumer.session.timeout.ms +45000 +DEFAULT_CONFIG$`} {
+		`(?m)^consumer.heartbeat.interval.ms +8000 +GROUP_CONFIG$`, `(?m)^consumer.session.timeout.ms +45000 +DEFAULT_CONFIG$`,
+		`(?m)^share.auto.offset.reset +latest +DEFAULT_CONFIG$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("output does not match %s:\n%s", re, out)
 		}

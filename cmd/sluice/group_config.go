@@ -18,10 +18,11 @@ import (
 func newGroupConfigCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config GROUP [--set key=value]... [--delete key]...",
-		Short: "Show a group's configs, or set and delete them (consumer.session.timeout.ms, consumer.heartbeat.interval.ms)",
+		Short: "Show a group's configs, or set and delete them (consumer.session.timeout.ms, share.auto.offset.reset, ...)",
 		Example: `  sluice group config dashboards
   sluice group config dashboards --set consumer.heartbeat.interval.ms=8000
-  sluice group config dashboards --delete consumer.heartbeat.interval.ms`,
+  sluice group config dashboards --delete consumer.heartbeat.interval.ms
+  sluice group config workers --set share.auto.offset.reset=earliest`,
 		Args: exactArgs(1, "one group id"),
 	}
 	cf := addClientFlags(cmd)
