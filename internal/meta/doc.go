@@ -8,6 +8,7 @@
 //	LOCK                                 held by the one process that owns the directory (broker or `sluice repair`)
 //	cluster.json                         cluster id and the reserved producer-id block (Cluster)
 //	broker.json                          dynamic broker configs, AlterConfigs on broker 0 or "" (Broker)
+//	quotas.json                          client quotas, AlterClientQuotas (package quota encodes it)
 //	topics/<name>/topic.json             a topic's id, partition count and configs (Topic)
 //	topics/<name>/<partition>/           a partition (package partition):
 //	    <base, 20 digits>.log            segment: RecordBatch v2 bytes as produced (package storage)
