@@ -65,6 +65,12 @@ type cfg struct {
 	snapshotInterval             int64         // bytes a partition accepts between producer-state snapshots (0: only at clean shutdown)
 
 	consumerGroups ConsumerGroupSettings // groups848.go
+
+	// Client quotas and request-byte bound (quotas.go).
+	quotaWindowNum     int           // quota.window.num; 0: quota.DefaultWindowNum
+	quotaWindowSize    time.Duration // quota.window.size.seconds; 0: quota.DefaultWindowSize
+	queuedMaxBytes     int64         // queued.max.request.bytes; 0: sized from the machine
+	requestReadTimeout time.Duration // first byte of a request to its last; 0: DefaultRequestReadTimeout
 }
 
 // Defaults.
@@ -138,6 +144,9 @@ func (c *cfg) validate() error {
 	}
 	if c.diskInterval <= 0 {
 		return fmt.Errorf("broker: DiskCheckInterval %v must be positive", c.diskInterval)
+	}
+	if err := c.validateQuotaCfg(); err != nil {
+		return err
 	}
 	return c.validateSecurity()
 }
