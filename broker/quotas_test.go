@@ -221,7 +221,11 @@ func TestByteBudget(t *testing.T) {
 				granted <- n
 			}
 		}()
-		WaitFor(t, "the waiter queued", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiters) > 0 && b.waiters[len(b.waiters)-1].n == n })
+		WaitFor(t, "the waiter queued", func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.waiters) > 0 && b.waiters[len(b.waiters)-1].n == n
+		})
 	}
 	select {
 	case n := <-granted:
@@ -278,7 +282,6 @@ func TestHostileClients(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		dial()
 	}
-
 
 	var size [4]byte
 	binary.BigEndian.PutUint32(size[:], 64<<10)
