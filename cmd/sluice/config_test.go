@@ -61,7 +61,7 @@ func TestServeConfigPrecedence(t *testing.T) {
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ yaml, want string }{
-		{"lisen: x\n", `line 1: unknown key "lisen" (known: advertise, advertised-listeners, allow-everyone-if-no-acl, authorization, auto-create, data, disk-low-watermark, fsync, http, http-admin, listen, listeners, log-format, log-level, log-requests, partition-metrics, partitions, sasl-mechanisms, schema-registry, superusers, tls-cert, tls-client-ca, tls-key, transaction-max-timeout, wal)`},
+		{"lisen: x\n", `line 1: unknown key "lisen" (known: advertise, advertised-listeners, allow-everyone-if-no-acl, authorization, auto-create, connections-max-idle, data, disk-low-watermark, fsync, http, http-admin, listen, listeners, log-format, log-level, log-requests, partition-metrics, partitions, queued-max-request-bytes, quota-window-num, quota-window-size-seconds, request-read-timeout, sasl-mechanisms, schema-registry, superusers, tls-cert, tls-client-ca, tls-key, transaction-max-timeout, wal)`},
 		{"partitions: many\n", `line 1: partitions: "many": want an integer`},
 		{"data: d\nfsync: sometimes\n", `line 2: fsync: "sometimes": want always, interval or never`},
 		{"log-level: loud\n", `line 1: log-level: "loud": want debug, info, warn or error`},

@@ -38,6 +38,7 @@ func subcommands() []*cobra.Command {
 		newACLCmd(),
 		newSchemaCmd(),
 		newTxnCmd(),
+		newQuotaCmd(),
 	}
 }
 

@@ -52,6 +52,7 @@ beats the default.`,
 	o.http = httpFlags(fs) // console, metrics, health; log format (serve_http.go)
 	o.sec.addFlags(fs)
 	o.schema = schemaFlags(fs) // schema registry (serve_schema.go)
+	o.limits = limitFlags(fs)  // client quotas, request bytes, idle and slow clients (serve_limits.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -76,6 +77,7 @@ type serveOptions struct {
 	http                    *serveHTTP
 	sec                     serveSecurity
 	schema                  *serveSchema
+	limits                  *serveLimits
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -128,6 +130,11 @@ func serve(ctx context.Context, o serveOptions) error {
 	if o.diskLow >= 0 {
 		opts = append(opts, broker.DiskLowWatermark(o.diskLow))
 	}
+	limitOpts, err := o.limits.opts()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, limitOpts...)
 	b, err := broker.New(append(opts, secOpts...)...)
 	if err != nil {
 		return err
