@@ -118,17 +118,11 @@ func (m *Manager) Active(k Key) bool { return m.active[keyIndex[k]].Load() }
 // limit on k for user and clientID, and returns how long the client must
 // now be held back (zero when within its limit or none applies).
 func (m *Manager) Record(k Key, user, clientID string, amount float64) time.Duration {
-	if !m.Active(k) {
+	b, now := m.lockAccount(k, user, clientID)
+	if b == nil {
 		return 0
 	}
-	limit, who, ok := m.set.Load().Resolve(k, user, clientID)
-	if !ok {
-		return 0
-	}
-	now := m.cfg.Now()
-	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.accountLocked(k, who, limit, now)
 	b.tokens -= amount
 	b.rate.record(now, amount, m.cfg)
 	return m.throttleLocked(b)
@@ -139,21 +133,31 @@ func (m *Manager) Record(k Key, user, clientID string, amount float64) time.Dura
 // controller mutations: a request is refused while the account is below
 // zero).
 func (m *Manager) Check(k Key, user, clientID string) time.Duration {
-	if !m.Active(k) {
+	b, _ := m.lockAccount(k, user, clientID)
+	if b == nil {
 		return 0
 	}
-	limit, who, ok := m.set.Load().Resolve(k, user, clientID)
-	if !ok {
-		return 0
-	}
-	now := m.cfg.Now()
-	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.accountLocked(k, who, limit, now)
 	if b.tokens >= 0 {
 		return 0
 	}
 	return m.throttleLocked(b)
+}
+
+// lockAccount returns the account a request of user with clientID is
+// counted in for k, refilled up to now, with m.mu held; or nil (m.mu
+// not held) when no quota applies.
+func (m *Manager) lockAccount(k Key, user, clientID string) (*bucket, time.Time) {
+	if !m.Active(k) {
+		return nil, time.Time{}
+	}
+	limit, who, ok := m.set.Load().Resolve(k, user, clientID)
+	if !ok {
+		return nil, time.Time{}
+	}
+	now := m.cfg.Now()
+	m.mu.Lock()
+	return m.accountLocked(k, who, limit, now), now
 }
 
 // accountLocked returns who's account for k, refilled up to now. m.mu
