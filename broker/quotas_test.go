@@ -333,3 +333,37 @@ func TestHostileClients(t *testing.T) {
 		t.Fatalf("heap %d MiB above the start once the connections closed", grown>>20)
 	}
 }
+
+// BenchmarkThrottleNoQuota is the per-request cost of quota accounting
+// when no quota is set: what every request pays in dispatch.
+func BenchmarkThrottleNoQuota(b *testing.B) {
+	tb := startTest(b)
+	c := &conn{b: tb.b}
+	r := &request{b: tb.b, clientID: "bench", principal: "User:ANONYMOUS"}
+	resp := kmsg.NewPtrProduceResponse()
+	b.ReportAllocs()
+	for b.Loop() {
+		c.throttleRequest(r, kmsg.Produce.Int16(), 1024, resp, time.Microsecond)
+	}
+}
+
+// BenchmarkByteBudget is the per-request cost of the queued-bytes bound
+// (one acquire and one release), uncontended and from every P at once.
+func BenchmarkByteBudget(b *testing.B) {
+	bb := newByteBudget(1 << 30)
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		for b.Loop() {
+			bb.acquire(ctx, 1024)
+			bb.release(1024)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				bb.acquire(ctx, 1024)
+				bb.release(1024)
+			}
+		})
+	})
+}

@@ -55,13 +55,28 @@ type Manager struct {
 
 	set    atomic.Pointer[Set]
 	active [4]atomic.Bool // per key (keyIndex): some entity has a quota on it
+	anySet atomic.Bool    // some entity has a quota
 
 	mu        sync.Mutex // guards buckets and lastSweep
 	buckets   map[bucketID]*bucket
 	lastSweep time.Time
 }
 
-var keyIndex = map[Key]int{ProducerByteRate: 0, ConsumerByteRate: 1, RequestPercentage: 2, ControllerMutationRate: 3}
+// keyIndex is k's index in Manager.active (-1: not a key). A switch:
+// it runs on every request.
+func keyIndex(k Key) int {
+	switch k {
+	case ProducerByteRate:
+		return 0
+	case ConsumerByteRate:
+		return 1
+	case RequestPercentage:
+		return 2
+	case ControllerMutationRate:
+		return 3
+	}
+	return -1
+}
 
 type bucketID struct {
 	key Key
@@ -98,7 +113,7 @@ func (m *Manager) Quotas() Set { return *m.set.Load() }
 // keep their usage across the change.
 func (m *Manager) SetQuotas(s Set) {
 	m.set.Store(&s)
-	for k, i := range keyIndex {
+	for _, k := range Keys {
 		on := false
 		for _, vals := range s.m {
 			if _, ok := vals[k]; ok {
@@ -106,12 +121,19 @@ func (m *Manager) SetQuotas(s Set) {
 				break
 			}
 		}
-		m.active[i].Store(on)
+		m.active[keyIndex(k)].Store(on)
 	}
+	m.anySet.Store(len(s.m) > 0)
 }
 
 // Active reports whether any entity has a quota on k.
-func (m *Manager) Active(k Key) bool { return m.active[keyIndex[k]].Load() }
+func (m *Manager) Active(k Key) bool {
+	i := keyIndex(k)
+	return i >= 0 && m.active[i].Load()
+}
+
+// Any reports whether any quota is set.
+func (m *Manager) Any() bool { return m.anySet.Load() }
 
 // Record counts amount (bytes; percent-seconds of thread time for
 // RequestPercentage; partitions for ControllerMutationRate) against the
