@@ -66,6 +66,18 @@ func defaultQueuedMaxBytes(maxRequest int32) int64 {
 	return max(n, int64(maxRequest))
 }
 
+// quotaWindow is the rate window in effect (the defaults filled in).
+func (c *cfg) quotaWindow() (num int, size time.Duration) {
+	num, size = c.quotaWindowNum, c.quotaWindowSize
+	if num == 0 {
+		num = quota.DefaultWindowNum
+	}
+	if size == 0 {
+		size = quota.DefaultWindowSize
+	}
+	return num, size
+}
+
 // validateQuotaCfg checks and fills the options of this file.
 func (c *cfg) validateQuotaCfg() error {
 	if c.queuedMaxBytes == 0 {
