@@ -114,11 +114,12 @@ func TestQuotaProducerByteRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		clients[id], producers[id] = h, &rateProducer{}
+		p := &rateProducer{}
+		clients[id], producers[id] = h, p
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			producers[id].run(ctx, cl, "quota-"+id, value)
+			p.run(ctx, cl, "quota-"+id, value)
 		}()
 	}
 	start := time.Now()
@@ -256,7 +257,8 @@ func TestQuotaRequestPercentage(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		counts[cid], hooks[cid] = &atomic.Int64{}, h
+		count := &atomic.Int64{}
+		counts[cid], hooks[cid] = count, h
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -264,7 +266,7 @@ func TestQuotaRequestPercentage(t *testing.T) {
 				req := kmsg.NewPtrDescribeConfigsRequest()
 				req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "0"}}
 				if _, err := req.RequestWith(ctx, cl); err == nil {
-					counts[cid].Add(1)
+					count.Add(1)
 				}
 			}
 		}()
