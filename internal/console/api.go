@@ -11,6 +11,7 @@ package console
 //	                                             records (latest N when neither offset nor timestamp)
 //	GET    /api/v1/stuck                         partitions whose last stable offset has lagged the
 //	                                             high watermark for longer than the transaction timeout bound
+//	GET    /api/v1/quotas                        client quotas and the accounts in use (quotas.go)
 //	GET    /api/v1/groups                        consumer groups with state and total lag
 //	GET    /api/v1/groups/{group}                one group: members, assignments, offsets, lag
 //	POST   /api/v1/topics                        {"name","partitions","configs"}  (admin)
@@ -56,6 +57,7 @@ func (s *Server) apiRoutes() {
 	h("GET /api/v1/topics/{topic}/partitions", s.apiPartitions)
 	h("GET /api/v1/topics/{topic}/partitions/{partition}/records", s.apiRecords)
 	h("GET /api/v1/stuck", s.apiStuck)
+	h("GET /api/v1/quotas", s.apiQuotas) // quotas.go
 	h("GET /api/v1/groups", s.apiGroups)
 	h("GET /api/v1/groups/{group}", s.apiGroup)
 	h("POST /api/v1/topics", s.admin(s.apiCreateTopic))

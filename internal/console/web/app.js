@@ -188,9 +188,22 @@ async function overviewPage(main) {
   const cards = el("div", { class: "cards", id: "overview-cards" });
   const grid = el("div", { class: "charts" });
   const stuck = el("div", { id: "stuck-partitions" });
+  const quotas = el("div", { id: "client-quotas" });
   main.append(el("h1", {}, "Overview"),
     el("p", { class: "help" }, "This broker's health and traffic. Charts cover the last hour, one point every " + (c.sample_ms / 1000) + " s."),
-    cards, stuck, el("h2", {}, "Live"), grid);
+    cards, stuck, quotas, el("h2", {}, "Live"), grid);
+  // Client quotas (sluice quota), with the accounts in use: shown only
+  // when some are set and the user may see them.
+  const fillQuotas = (d) => {
+    if (!d || !d.quotas || !d.quotas.length) { quotas.replaceChildren(); return; }
+    const who = (u) => [u.user ? "user=" + u.user : "", u.client_id ? "client-id=" + u.client_id : ""].filter(Boolean).join(", ");
+    quotas.replaceChildren(el("h2", {}, "Client quotas"),
+      table(["Entity", "Quotas"], d.quotas.map((q) => row(q.entity, Object.entries(q.values).map(([k, v]) => k + "=" + v).join(", ")))),
+      d.usage.length ? table(["Quota", "Account", "#Limit", "#Rate", "#Throttled (s)"],
+        d.usage.map((u) => row(u.quota, who(u), num(u.limit), num(Math.round(u.rate)), num(Math.round(u.throttle_seconds * 10) / 10)))) : "");
+  };
+  const quotasOrNone = () => api("quotas").catch(() => null);
+  fillQuotas(await quotasOrNone());
   // Partitions whose last stable offset has lagged the high watermark for
   // longer than the transaction timeout bound: a hanging transaction
   // holds read_committed consumers there. Shown only when there are some.
@@ -230,7 +243,7 @@ async function overviewPage(main) {
     for (const [update, q] of charts) update(await history(q));
   };
   await draw();
-  every(refreshMs(), async () => { fillCards(await api("cluster")); fillStuck(await api("stuck")); await draw(); });
+  every(refreshMs(), async () => { fillCards(await api("cluster")); fillStuck(await api("stuck")); fillQuotas(await quotasOrNone()); await draw(); });
 }
 
 async function topicsPage(main) {
