@@ -29,9 +29,12 @@ var notRun = map[string]string{
 		"at kafka-1:9092 and kafka-2:9092 (TestMirror* in cmd/sluice runs the mirror)",
 	"go -C integration test . -run 'Kafkajs|ConfluentKafka|KafkaPython' -v": "installs kafkajs with npm ci from the npm registry, " +
 		"which needs the network (the integration module runs these tests in CI)",
-	"go -C integration test . -run TestFranzGoSuite -v": "TMP",
-	"go build -o /tmp/kfakeserver ./tools/kfakeserver": "TMP",
-	"go test ./internal/groups -run '^$' -bench JoinGroupStorm -benchtime 20x": "TMP",
+	"go -C integration test . -run TestFranzGoSuite -v": "franz-go's kgo suite runs for many minutes; " +
+		"scripts/test.sh runs it with the integration module",
+	"go run ./tools/benchcompare --sluice /tmp/sluice --kfake /tmp/kfakeserver --rounds 3": "a measurement of many minutes " +
+		"(every workload, three rounds, on each broker), the method of docs/benchmarks.md",
+	"go test ./internal/acceptor -run '^$' -bench . -benchtime 2s -count 3": "benchmark runs of many minutes, " +
+		"the method of docs/benchmarks.md; scripts/test.sh runs these packages' tests",
 }
 
 // A shell block of the README, its section and the output the README
@@ -537,4 +540,31 @@ func inOrder(got, want string) bool {
 		i++
 	}
 	return true
+}
+
+// TestREADMEShellBlocksOutputs checks that the README's blocks with
+// shown output are found with it, so their output checks cannot vanish
+// unnoticed.
+func TestREADMEShellBlocksOutputs(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"go -C examples run ./embedded\n":                                         "consumed order-1=shipped at offset 2\n",
+		"kcat -b 127.0.0.1:9092 -C -t demo -o beginning -e -f '%o %k=%s %h\\n'\n": "2 k3=world source=readme\n",
+	}
+	for _, b := range readmeBlocks(t, string(readme)) {
+		for cmd, out := range want {
+			if strings.Contains(b.body, cmd) {
+				if !strings.HasSuffix(b.want, out) {
+					t.Errorf("README.md:%d: shown output %q, want it to end with %q", b.line, b.want, out)
+				}
+				delete(want, cmd)
+			}
+		}
+	}
+	for cmd := range want {
+		t.Errorf("no README sh block runs %q", cmd)
+	}
 }
