@@ -26,7 +26,7 @@ import (
 func brokerBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sluice")
-	build := exec.CommandContext(ctxT(t, 5*time.Minute), "go", "build", "-o", bin, "../cmd/sluice")
+	build := exec.CommandContext(ctxT(t, 5*time.Minute), "go", "-C", "..", "build", "-o", bin, "./cmd/sluice")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build sluice: %v\n%s", err, out)
@@ -45,7 +45,7 @@ var listeningRE = regexp.MustCompile(`sluice broker listening.*addr=(127\.0\.0\.
 
 func startServe(t *testing.T, bin string, args ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--http", ""}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--http", "", "--schema-registry", ""}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
