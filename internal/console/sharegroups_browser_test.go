@@ -1,0 +1,68 @@
+package console
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestShareGroupInBrowser: the groups page lists the share group with
+// its type beside a classic group, and the share group's page shows the
+// member, the share partition's start and end offsets and lag, and the
+// records in flight by state that a real kgo share consumer left.
+func TestShareGroupInBrowser(t *testing.T) {
+	e := shareEnv(t)
+	shareScene(t, e)
+	g := waitShareState(t, e) // the broker has applied the acknowledgements
+
+	b := newBrowser(t, e.url)
+
+	cells := func(sel string) string {
+		return eval[string](b, `[...document.querySelectorAll('`+sel+` tbody tr')].map(r => [...r.cells].map(c => c.textContent).join("|")).join("\n")`)
+	}
+
+	t.Run("groups", func(t *testing.T) {
+		b.t = t
+		b.open("#/groups")
+		got := cells("#groups-table")
+		want := fmt.Sprintf("billing|classic|Empty|–|0|0|1|6\nwork|share|Stable|simple|%d|1|1|8", g.Group.Epoch)
+		if got != want {
+			t.Errorf("groups table (group|type|state|protocol|epoch|members|topics|lag):\n%s\nwant\n%s", got, want)
+		}
+		b.screenshot("share-groups")
+		b.noErrors("groups")
+	})
+
+	t.Run("share group", func(t *testing.T) {
+		b.t = t
+		b.open("#/groups/work")
+		if s := b.text("#group-cards"); !strings.Contains(s, "share") || !strings.Contains(s, "Stable") || !strings.Contains(s, "simple") {
+			t.Errorf("share group cards: %s", s)
+		}
+		if got := cells("#share-partitions-table"); got != "jobs|0|0|10|8|ok" {
+			t.Errorf("share partitions (topic|partition|start|end|lag|status) = %q, want %q", got, "jobs|0|0|10|8|ok")
+		}
+		states := eval[string](b, `[...document.querySelectorAll('#share-records-table tbody tr')].map(r => r.cells[0].textContent + "=" + r.cells[1].textContent).join(" ")`)
+		if want := "acquired=6 available=2 acknowledged=1 archived=1"; states != want {
+			t.Errorf("records in flight = %q, want %q", states, want)
+		}
+		member := cells("#members-table")
+		if f := strings.Split(member, "|"); len(f) != 5 || f[1] != "worker-1" || f[0] == "" || f[2] == "" || f[4] != "jobs: 0" {
+			t.Errorf("members table (member|client|host|epoch|assigned) = %q", member)
+		}
+		b.screenshot("share-group")
+		b.noErrors("share group")
+	})
+
+	t.Run("classic group", func(t *testing.T) {
+		b.t = t
+		b.open("#/groups/billing")
+		if s := b.text("#group-cards"); !strings.Contains(s, "classic") || !strings.Contains(strings.ToLower(s), "generation") {
+			t.Errorf("classic group cards: %s", s)
+		}
+		if got := cells("#offsets-table"); got != "jobs|0|4|10|6" {
+			t.Errorf("offsets table = %q", got)
+		}
+		b.noErrors("classic group")
+	})
+}
