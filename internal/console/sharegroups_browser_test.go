@@ -25,7 +25,7 @@ func TestShareGroupInBrowser(t *testing.T) {
 		b.t = t
 		b.open("#/groups")
 		got := cells("#groups-table")
-		want := fmt.Sprintf("billing|classic|Empty|–|0|0|1|6\nwork|share|Stable|simple|%d|1|1|8", g.Group.Epoch)
+		want := fmt.Sprintf("billing|classic|Empty|–|0|0|1|6\nworkers|share|Stable|simple|%d|1|1|8", g.Group.Epoch)
 		if got != want {
 			t.Errorf("groups table (group|type|state|protocol|epoch|members|topics|lag):\n%s\nwant\n%s", got, want)
 		}
@@ -35,7 +35,7 @@ func TestShareGroupInBrowser(t *testing.T) {
 
 	t.Run("share group", func(t *testing.T) {
 		b.t = t
-		b.open("#/groups/work")
+		b.open("#/groups/workers")
 		if s := b.text("#group-cards"); !strings.Contains(s, "share") || !strings.Contains(s, "Stable") || !strings.Contains(s, "simple") {
 			t.Errorf("share group cards: %s", s)
 		}

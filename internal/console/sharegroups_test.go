@@ -2,7 +2,11 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +23,7 @@ func shareEnv(t *testing.T) *env {
 	})}})
 }
 
-// shareScene leaves share group "work" on topic "jobs" (one partition,
+// shareScene leaves share group "workers" on topic "jobs" (one partition,
 // offsets 0-9 written in one batch) with a real kgo share consumer
 // (client id worker-1) holding this state: offset 1 rejected
 // (archived), 2 accepted, 3 and 4 released (available), 0 and 5-9
@@ -52,7 +56,7 @@ func shareScene(t *testing.T, e *env) *kgo.Client {
 
 	// One fetch per poll and none ahead of it, at most 10 records: the
 	// broker's state is exactly what this consumer did.
-	cl := e.client(t, kgo.ShareGroup("work"), kgo.ConsumeTopics("jobs"), kgo.ClientID("worker-1"),
+	cl := e.client(t, kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs"), kgo.ClientID("worker-1"),
 		kgo.ShareMaxRecords(10), kgo.ShareMaxRecordsStrict(), kgo.FetchMaxWait(300*time.Millisecond))
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -99,7 +103,7 @@ func waitShareState(t *testing.T, e *env) shareAnswer {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		g = shareAnswer{}
-		e.getJSON(t, "/api/v1/groups/work", &g)
+		e.getJSON(t, "/api/v1/groups/workers", &g)
 		if g.Group.Records != nil && *g.Group.Records == want && len(g.Members) == 1 {
 			return g
 		}
@@ -144,7 +148,7 @@ func TestAPIShareGroup(t *testing.T) {
 	}
 	e.getJSON(t, "/api/v1/groups", &list)
 	got := fmt.Sprintf("%+v", list)
-	want2 := "{Groups:[{ID:billing Type:classic State:Empty Protocol: Members:0 Topics:1 Lag:6} {ID:work Type:share State:Stable Protocol:simple Members:1 Topics:1 Lag:8}] ShareGroupsError:}"
+	want2 := "{Groups:[{ID:billing Type:classic State:Empty Protocol: Members:0 Topics:1 Lag:6} {ID:workers Type:share State:Stable Protocol:simple Members:1 Topics:1 Lag:8}] ShareGroupsError:}"
 	if got != want2 {
 		t.Errorf("groups list\n got %s\nwant %s", got, want2)
 	}
@@ -152,6 +156,55 @@ func TestAPIShareGroup(t *testing.T) {
 	if code, body := e.get(t, "/api/v1/groups/nope"); code != 404 {
 		t.Errorf("unknown group: %d %s", code, body)
 	}
+
+	// docs/share-groups.md's command, against this console.
+	var doc shareAnswer
+	if err := json.Unmarshal(runDocCurl(t, e, "../../docs/share-groups.md", "share-console-doc-commands"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Group.Records == nil || *doc.Group.Records != *g.Group.Records || len(doc.Group.Partitions) != 1 || doc.Group.Partitions[0] != want {
+		t.Errorf("the documented command answers %+v", doc.Group)
+	}
+}
+
+// runDocCurl runs the curl commands of a documented block against e's
+// console in place of http://127.0.0.1:9644 and returns their output.
+// Without curl the test skips, except under CI=true.
+func runDocCurl(t *testing.T, e *env, file, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(raw), "<!-- "+name+" -->")
+	block, _, ok2 := strings.Cut(rest, "<!-- /"+name+" -->")
+	if !ok || !ok2 {
+		t.Fatalf("%s: no %s block", file, name)
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("curl is not installed; CI must run the documented commands")
+		}
+		t.Skip("curl is not installed: skipping the documented commands")
+	}
+	var out []byte
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		if strings.HasPrefix(line, "```") || line == "" {
+			continue
+		}
+		args, ok := strings.CutPrefix(line, "curl ")
+		if !ok || !strings.Contains(args, "http://127.0.0.1:9644/") {
+			t.Fatalf("%s: %q is not a curl command to the console", file, line)
+		}
+		argv := strings.Fields(strings.ReplaceAll(args, "http://127.0.0.1:9644", e.url))
+		b, err := exec.Command(curl, argv...).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		out = append(out, b...)
+	}
+	return out
 }
 
 // TestAPIConsumerProtocolGroup: a consumer-protocol (KIP-848) group is
