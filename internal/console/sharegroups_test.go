@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicedb/sluice/broker"
@@ -254,5 +255,90 @@ func TestAPIConsumerProtocolGroup(t *testing.T) {
 	e.getJSON(t, "/api/v1/groups", &list)
 	if len(list.Groups) != 1 || list.Groups[0].Type != "consumer" || list.Groups[0].Epoch != g.Group.Epoch {
 		t.Errorf("groups list = %+v, want group next of type consumer at epoch %d", list, g.Group.Epoch)
+	}
+}
+
+// TestShareGroupACLs: with authorization on, a share group is listed and
+// described only with DESCRIBE on the group; its partitions of topics
+// without DESCRIBE are left out, with their lag, and its records in
+// flight (a sum over every topic) are withheld.
+func TestShareGroupACLs(t *testing.T) {
+	e := newEnv(t, envOpt{brokerOpts: []broker.Opt{broker.Authorization(true), broker.ShareGroups(broker.ShareGroupSettings{
+		AutoOffsetReset: "earliest", HeartbeatInterval: 200 * time.Millisecond,
+	})}})
+	ctx := ctxFor(t)
+	pr := e.internalClient(t, kgo.ProducerLinger(0))
+	for _, topic := range []string{"jobs", "private"} {
+		e.createTopic(t, topic, 1)
+		if err := pr.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("a")}, &kgo.Record{Topic: topic, Value: []byte("b")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A share consumer outside ACLs accepts the four records; one more
+	// on each topic makes a lag of 1 on each partition.
+	cl := e.internalClient(t, kgo.ShareGroup("workers"), kgo.ConsumeTopics("jobs", "private"), kgo.FetchMaxWait(300*time.Millisecond))
+	seen := map[string]bool{}
+	for len(seen) < 4 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			r.Ack(kgo.AckAccept)
+			seen[fmt.Sprintf("%s/%d", r.Topic, r.Offset)] = true
+		})
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.ProduceSync(ctx, &kgo.Record{Topic: "jobs", Value: []byte("c")}, &kgo.Record{Topic: "private", Value: []byte("c")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	var list struct {
+		Groups []struct {
+			ID     string
+			Topics int
+			Lag    int64
+		}
+	}
+	e.getJSON(t, "/api/v1/groups", &list)
+	if len(list.Groups) != 0 {
+		t.Errorf("anonymous without DESCRIBE on the group sees %+v", list)
+	}
+	if code, body := e.get(t, "/api/v1/groups/workers"); code != 403 || !strings.Contains(body, "may not DESCRIBE group") {
+		t.Errorf("share group without DESCRIBE = %d %s", code, body)
+	}
+
+	adm := kadm.NewClient(e.internalClient(t))
+	for _, a := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow("User:ANONYMOUS").AllowHosts().Groups("workers").ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpDescribe),
+		kadm.NewACLs().Allow("User:ANONYMOUS").AllowHosts().Topics("jobs").ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpDescribe),
+	} {
+		if r, err := adm.CreateACLs(ctx, a); err != nil || r[0].Err != nil {
+			t.Fatalf("CreateACLs: %v %v", err, r)
+		}
+	}
+	var g struct {
+		Group   shareGroupInfo
+		Members []memberInfo
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		e.getJSON(t, "/api/v1/groups/workers", &g)
+		if len(g.Group.Partitions) == 1 && g.Group.Lag == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("share group seen by anonymous = %+v, want only jobs/0 with lag 1", g.Group)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p := g.Group.Partitions[0]; p.Topic != "jobs" || p.StartOffset != 2 || p.EndOffset != 3 || g.Group.Records != nil || !g.Group.RecordsHidden {
+		t.Errorf("share group seen by anonymous = %+v", g.Group)
+	}
+	e.getJSON(t, "/api/v1/groups", &list)
+	if len(list.Groups) != 1 || list.Groups[0].ID != "workers" || list.Groups[0].Topics != 1 || list.Groups[0].Lag != 1 {
+		t.Errorf("groups seen by anonymous = %+v", list)
 	}
 }
