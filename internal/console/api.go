@@ -370,7 +370,7 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	ids, err := s.shareGroupIDs(ctx, r)
 	var shares []shareGroupInfo
 	if err == nil {
-		shares, _, err = s.shareGroups(ctx, r, ids)
+		shares, _, err = s.shareGroups(ctx, r, ids, false)
 	}
 	if err != nil {
 		out["share_groups_error"] = "share groups: " + err.Error()

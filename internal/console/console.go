@@ -77,7 +77,8 @@ type Config struct {
 	// Broker is the started broker to show. Required.
 	Broker *broker.Broker
 	// Gatherer serves /metrics: the registry given to the broker's
-	// broker.Registerer option. Nil: prometheus.DefaultGatherer.
+	// broker.Registerer option. Nil: prometheus.DefaultGatherer. A share
+	// group's records in flight by state are read from it too.
 	Gatherer prometheus.Gatherer
 	// Admin enables mutations (create/delete topic, reset offsets).
 	Admin bool

@@ -90,9 +90,10 @@ func (s *Server) shareGroupIDs(ctx context.Context, r *http.Request) ([]string, 
 }
 
 // shareGroups describes share groups ids (which the user may DESCRIBE)
-// with their partitions, and the members of each; a group that does not
-// exist (any more) is left out.
-func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string) ([]shareGroupInfo, map[string][]memberInfo, error) {
+// with their partitions (and with records, their records in flight), and
+// the members of each; a group that does not exist (any more) is left
+// out.
+func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string, records bool) ([]shareGroupInfo, map[string][]memberInfo, error) {
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}
@@ -161,7 +162,7 @@ func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string)
 		})
 		gs = append(gs, g)
 	}
-	if len(gs) > 0 {
+	if records && len(gs) > 0 {
 		states := s.shareRecordStates()
 		for i := range gs {
 			if rs, ok := states[gs[i].ID]; ok && !gs[i].RecordsHidden {
@@ -227,7 +228,7 @@ func assignedOf(ts kadm.TopicsSet) map[string][]int32 {
 func (s *Server) apiShareGroup(w http.ResponseWriter, r *http.Request, id string) (ok bool) {
 	ctx, cancel := contextFor(r, 5*time.Second)
 	defer cancel()
-	gs, members, err := s.shareGroups(ctx, r, []string{id})
+	gs, members, err := s.shareGroups(ctx, r, []string{id}, true)
 	if err != nil {
 		s.fail(w, r, err)
 		return true
