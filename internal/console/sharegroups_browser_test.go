@@ -1,15 +1,20 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestShareGroupInBrowser: the groups page lists the share group with
 // its type beside a classic group, and the share group's page shows the
 // member, the share partition's start and end offsets and lag, and the
-// records in flight by state that a real kgo share consumer left.
+// records in flight by state that a real kgo share consumer left; a
+// classic group's page shows its type and generation, a consumer-protocol
+// (KIP-848) group's its epochs and the member's epoch.
 func TestShareGroupInBrowser(t *testing.T) {
 	e := shareEnv(t)
 	shareScene(t, e)
@@ -64,5 +69,27 @@ func TestShareGroupInBrowser(t *testing.T) {
 			t.Errorf("offsets table = %q", got)
 		}
 		b.noErrors("classic group")
+	})
+
+	t.Run("consumer group", func(t *testing.T) {
+		b.t = t
+		cl := e.client(t, kgo.ConsumerGroup("next"), kgo.ConsumeTopics("jobs"), kgo.ClientID("reader-848"),
+			kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		for got := 0; got < 10; {
+			fs := cl.PollFetches(context.Background())
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			got += fs.NumRecords()
+		}
+		b.open("#/groups/next")
+		b.wait(`document.querySelectorAll('#members-table tbody tr td').length === 5`)
+		if s := strings.ToLower(b.text("#group-cards")); !strings.Contains(s, "consumer") || !strings.Contains(s, "group epoch / assignment epoch") {
+			t.Errorf("consumer group cards: %s", s)
+		}
+		if f := strings.Split(cells("#members-table"), "|"); len(f) != 5 || f[1] != "reader-848" || f[3] == "" || f[3] == "0" || f[4] != "jobs: 0" {
+			t.Errorf("members table (member|client|host|epoch|assigned) = %q", f)
+		}
+		b.noErrors("consumer group")
 	})
 }
