@@ -405,7 +405,8 @@ func TestOneNodeAdminAPIs(t *testing.T) {
 		t.Fatalf("ListPartitionReassignments: %v %+v", err, lr)
 	}
 
-	// Quotas: none described; setting one is refused clearly.
+	// Quotas: none described; a set one is described; a bad one is
+	// refused with its reason (the quota tests cover the rest).
 	dq, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "user", MatchType: 1}})
 	if err != nil || len(dq) != 0 {
 		t.Fatalf("DescribeClientQuotas: %v %+v", err, dq)
@@ -413,8 +414,15 @@ func TestOneNodeAdminAPIs(t *testing.T) {
 	aq, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
 		Entity: []kadm.ClientQuotaEntityComponent{{Type: "client-id", Name: sp("x")}},
 		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1000}},
+	}, {
+		Entity: []kadm.ClientQuotaEntityComponent{{Type: "client-id", Name: sp("y")}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: -1}},
 	}})
-	if err != nil || len(aq) != 1 || !errorsIs(aq[0].Err, kerr.InvalidRequest) || !strings.Contains(aq[0].ErrMessage, "quotas") {
+	if err != nil || len(aq) != 2 || aq[0].Err != nil || !errorsIs(aq[1].Err, kerr.InvalidRequest) || !strings.Contains(aq[1].ErrMessage, "positive") {
 		t.Fatalf("AlterClientQuotas: %v %+v", err, aq)
+	}
+	dq, err = adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchType: 2}})
+	if err != nil || len(dq) != 1 || len(dq[0].Values) != 1 || dq[0].Values[0].Value != 1000 {
+		t.Fatalf("DescribeClientQuotas after the alter: %v %+v", err, dq)
 	}
 }

@@ -37,10 +37,10 @@ func handleCreatePartitions(r *request) (kmsg.Response, error) {
 			err = errCode(kerr.InvalidRequest, "topic %q appears more than once in the request", rt.Topic)
 		case len(rt.Assignment) > 0 && r.b.lookup(rt.Topic) != nil:
 			if err = partitionsAssignment(int32(len(r.b.lookup(rt.Topic).parts)), rt.Count, rt.Assignment); err == nil {
-				err = r.b.addPartitions(rt.Topic, rt.Count, req.ValidateOnly)
+				err = r.addPartitionsQuota(rt.Topic, rt.Count, req.ValidateOnly, req.Version >= 3)
 			}
 		default:
-			err = r.b.addPartitions(rt.Topic, rt.Count, req.ValidateOnly)
+			err = r.addPartitionsQuota(rt.Topic, rt.Count, req.ValidateOnly, req.Version >= 3)
 		}
 		if err != nil {
 			st.ErrorCode = codeOf(err)

@@ -57,6 +57,9 @@ func handleCreateTopics(r *request) (kmsg.Response, error) {
 		}
 		var t *topic
 		if err == nil {
+			err = r.mutationGate(req.Version >= 6)
+		}
+		if err == nil {
 			t, err = r.b.createTopic(rt.Topic, rt.NumPartitions, configs, req.ValidateOnly)
 		}
 		if err != nil {
@@ -75,6 +78,9 @@ func handleCreateTopics(r *request) (kmsg.Response, error) {
 		st.NumPartitions = rt.NumPartitions
 		if st.NumPartitions == -1 {
 			st.NumPartitions = r.b.cfg.defaultPartitions
+		}
+		if !req.ValidateOnly {
+			r.recordMutations(int(st.NumPartitions))
 		}
 		if req.Version >= 5 && !r.allowed(opDescribeConfigs, resTopic, rt.Topic) {
 			// Created, but its configs are not the principal's to see.

@@ -49,7 +49,7 @@ func handleDeleteTopics(r *request) (kmsg.Response, error) {
 			} else if t != nil {
 				name := t.name
 				st.Topic = &name
-				err = r.b.deleteTopic(name)
+				err = r.deleteTopicQuota(name, req.Version >= 5)
 			} else {
 				err = errCode(kerr.UnknownTopicID, "no topic has id %x", tg.id)
 			}
@@ -59,7 +59,7 @@ func handleDeleteTopics(r *request) (kmsg.Response, error) {
 			if t := r.b.lookup(*tg.name); t != nil {
 				st.TopicID = t.id
 			}
-			err = r.b.deleteTopic(*tg.name)
+			err = r.deleteTopicQuota(*tg.name, req.Version >= 5)
 		}
 		if err != nil {
 			st.ErrorCode = codeOf(err)

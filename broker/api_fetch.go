@@ -146,13 +146,17 @@ func handleFetch(r *request) (kmsg.Response, error) {
 			defer timer.Stop()
 			continue
 		}
+		waitStart := time.Now()
 		select {
 		case <-w.C():
+			r.waited += time.Since(waitStart)
 			continue
 		case <-r.ctx.Done():
+			r.waited += time.Since(waitStart)
 			continue
 		case <-timer.C:
 		}
+		r.waited += time.Since(waitStart)
 		readParts(parts, req.MaxBytes, req.IsolationLevel == 1)
 		break
 	}

@@ -92,6 +92,10 @@ type Broker struct {
 	// tokens is the delegation-token store (api_delegationtoken.go),
 	// opened with creds.
 	tokens *auth.Tokens
+	// quotas holds the client quotas and their accounts, reqBytes the
+	// bound on request bytes held (quotas.go); set by New.
+	quotas   *quotaState
+	reqBytes *byteBudget
 	// loggers holds the BROKER_LOGGER levels (loglevels.go); set by New,
 	// its levels change atomically.
 	loggers *logLevels
@@ -210,6 +214,12 @@ func New(opts ...Opt) (*Broker, error) {
 	b.syncs = make(chan struct{}, maxConcurrentSyncs)
 	b.stopCtx, b.stop = context.WithCancel(context.Background())
 	b.snaps = partition.NewSnapshots(c.snapshotInterval)
+	if err := b.openQuotas(); err != nil {
+		b.stop()
+		b.snaps.Close()
+		lock.Unlock()
+		return nil, err
+	}
 	if err := b.openSecurity(); err != nil {
 		b.stop()
 		b.snaps.Close()
@@ -240,6 +250,7 @@ func New(opts ...Opt) (*Broker, error) {
 	if c.registerer != nil {
 		c.registerer.MustRegister(&collector{b: b}, b.telemetry)
 		c.registerer.MustRegister(shareCollector{b}) // share_metrics.go
+		c.registerer.MustRegister(&quotaCollector{b: b})
 	}
 	b.started = time.Now()
 	return b, nil

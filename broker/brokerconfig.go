@@ -94,6 +94,7 @@ type staticConfig struct {
 // reports on broker 0.
 func (b *Broker) staticConfigs() map[string]staticConfig {
 	listener, advertised := b.listenerConfigs()
+	windowNum, windowSize := b.cfg.quotaWindow()
 	flush := "1"
 	if b.cfg.fsync != acceptor.FsyncAlways {
 		flush = strconv.FormatInt(math.MaxInt64, 10)
@@ -123,6 +124,9 @@ func (b *Broker) staticConfigs() map[string]staticConfig {
 		"socket.request.max.bytes":                 set(strconv.Itoa(int(b.cfg.maxRequestBytes)), kmsg.ConfigTypeInt),
 		"connections.max.idle.ms":                  set(strconv.FormatInt(b.cfg.idleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong),
 		"max.connections":                          set(strconv.Itoa(b.cfg.maxConns), kmsg.ConfigTypeInt),
+		"queued.max.request.bytes":                 set(strconv.FormatInt(b.cfg.queuedMaxBytes, 10), kmsg.ConfigTypeLong),
+		"quota.window.num":                         set(strconv.Itoa(windowNum), kmsg.ConfigTypeInt),
+		"quota.window.size.seconds":                set(strconv.Itoa(int(windowSize.Seconds())), kmsg.ConfigTypeInt),
 	}
 	maps.Copy(m, b.consumerStaticConfigs()) // groups848.go
 	return m

@@ -67,6 +67,12 @@ type cfg struct {
 
 	consumerGroups ConsumerGroupSettings // groups848.go
 	shareGroups    ShareGroupSettings    // share.go
+
+	// Client quotas and request-byte bound (quotas.go).
+	quotaWindowNum     int           // quota.window.num; 0: quota.DefaultWindowNum
+	quotaWindowSize    time.Duration // quota.window.size.seconds; 0: quota.DefaultWindowSize
+	queuedMaxBytes     int64         // queued.max.request.bytes; 0: sized from the machine
+	requestReadTimeout time.Duration // first byte of a request to its last; 0: DefaultRequestReadTimeout
 }
 
 // Defaults.
@@ -146,6 +152,9 @@ func (c *cfg) validate() error {
 	}
 	if _, err := c.consumerGroups.groupsConfig().Resolved(); err != nil {
 		return fmt.Errorf("broker: ConsumerGroups: %w", err)
+	}
+	if err := c.validateQuotaCfg(); err != nil {
+		return err
 	}
 	return c.validateSecurity()
 }

@@ -62,6 +62,10 @@ type conn struct {
 	writerDone chan struct{} // closed when writeLoop returns
 	failed     atomic.Bool   // a write failed (or writeLoop met a request that cannot be answered) and nc is closed
 
+	// mutedUntil: the read loop reads nothing from the socket before
+	// this (a quota throttle, quotas.go). Read loop only.
+	mutedUntil time.Time
+
 	mu     sync.Mutex // guards idle and readDL
 	idle   bool       // waiting for the first byte of a new request
 	readDL time.Time  // the read deadline armed by setIdle (zero: none, or Close moved it)
@@ -80,6 +84,9 @@ type conn struct {
 	// The client's software name and version from ApiVersions v3+
 	// (read loop only; client telemetry matches on them).
 	softwareName, softwareVersion string
+	// frameKept: dispatch handed the frame to a pending reply, which
+	// returns its bytes to Broker.reqBytes (read loop only).
+	frameKept bool
 }
 
 // maxInFlight bounds the requests read but not yet answered on one
@@ -227,7 +234,7 @@ func (c *conn) serve() {
 		return
 	}
 	for {
-		if !c.setIdle(true) {
+		if !c.waitMuted() || !c.setIdle(true) {
 			return
 		}
 		frame, err := c.readFrame()
@@ -237,7 +244,12 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if err := c.dispatch(frame); err != nil {
+		err = c.dispatch(frame)
+		if !c.frameKept {
+			c.b.reqBytes.release(int64(len(frame))) // decoded and served: the handler holds none of its bytes
+		}
+		c.frameKept = false
+		if err != nil {
 			switch {
 			case errors.Is(err, errAuthFailed):
 				c.b.metrics.authFailures.Inc()
@@ -285,6 +297,7 @@ func (c *conn) writeLoop(log *slog.Logger) {
 			}
 			p.resp = d.finish() // waits even after a failure: the appends use the request's bytes
 			if p.frame != nil {
+				c.b.reqBytes.release(int64(len(p.frame)))
 				putFrame(p.frame) // every append returned: nothing uses its bytes
 				p.frame = nil
 			}
@@ -399,7 +412,7 @@ func (c *conn) readFrame() ([]byte, error) {
 		}
 		return nil, err
 	}
-	c.setIdle(false)
+	c.setBusy()
 	if _, err := io.ReadFull(c.r, size[1:]); err != nil {
 		return nil, fmt.Errorf("read request size: %w", err)
 	}
@@ -411,6 +424,18 @@ func (c *conn) readFrame() ([]byte, error) {
 		c.b.metrics.oversized.Inc()
 		return nil, fmt.Errorf("request of %d bytes exceeds the maximum of %d", n, c.b.cfg.maxRequestBytes)
 	}
+	if err := c.acquireBytes(int64(n)); err != nil {
+		return nil, err
+	}
+	frame, err := c.readBody(n)
+	if err != nil {
+		c.b.reqBytes.release(int64(n))
+	}
+	return frame, err
+}
+
+// readBody reads a request's n bytes after its size.
+func (c *conn) readBody(n int32) ([]byte, error) {
 	if frame := getFrame(int(n)); frame != nil {
 		if _, err := io.ReadFull(c.r, frame); err != nil {
 			return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
@@ -555,6 +580,12 @@ func (c *conn) dispatch(frame []byte) error {
 	p.resp, p.err = apis[h.key].h(r)
 	if _, ok := p.resp.(*deferredReply); ok && h.key == kmsg.Produce.Int16() {
 		p.frame = frame
+		c.frameKept = true
+	}
+	if p.err == nil {
+		if d := c.throttleRequest(r, h.key, len(frame), p.resp, time.Since(p.start)); d > 0 {
+			c.muteFor(d)
+		}
 	}
 	if p.err != nil {
 		p.err = fmt.Errorf("%s: %w", p.name, p.err)

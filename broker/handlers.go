@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -23,6 +24,12 @@ type request struct {
 	// closeAfter, set by a handler, closes the connection once its
 	// response is written (a failed authentication).
 	closeAfter error
+	// waited is the time a Fetch spent waiting for records (not counted
+	// against request_percentage).
+	waited time.Duration
+	// throttle is a controller-mutation throttle a handler met
+	// (quotas.go), answered and applied by dispatch.
+	throttle time.Duration
 }
 
 // handler serves one API. It returns the response to write, or nil to

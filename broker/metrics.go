@@ -21,6 +21,8 @@ type metrics struct {
 	walDropped    prometheus.Counter
 	// hangingAborted counts hanging transactions aborted (hanging.go).
 	hangingAborted prometheus.Counter
+	// throttled counts requests answered with a quota throttle (quotas.go).
+	throttled prometheus.Counter
 
 	// byKey caches requests' child per API key (looking a label value
 	// up hashes and locks on every request); entries are set once.
@@ -50,6 +52,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "sluice", Subsystem: "broker", Name: "authentication_failures_total",
 			Help: "Connections closed because a TLS handshake or SASL authentication failed.",
 		}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "broker", Name: "throttled_requests_total",
+			Help: "Requests answered with a client-quota throttle (their connection muted for it).",
+		}),
 		oversized: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "sluice", Subsystem: "broker", Name: "oversized_requests_total",
 			Help: "Connections closed because a request exceeded MaxRequestBytes.",
@@ -74,6 +80,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.conns, m.connsRejected, m.badRequests, m.authFailures, m.oversized, m.topics, m.fetchBytes, m.diskFree, m.walDropped, m.hangingAborted)
+		reg.MustRegister(m.throttled)
 	}
 	return m
 }

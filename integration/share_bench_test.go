@@ -33,8 +33,8 @@ import (
 func BenchmarkShareGroups(b *testing.B) {
 	dir := b.TempDir()
 	sluiceBin, kfakeBin := filepath.Join(dir, "sluice"), filepath.Join(dir, "kfakeserver")
-	for _, bin := range [][2]string{{sluiceBin, "../cmd/sluice"}, {kfakeBin, "../tools/kfakeserver"}} {
-		if out, err := exec.Command("go", "build", "-o", bin[0], bin[1]).CombinedOutput(); err != nil {
+	for _, bin := range [][2]string{{sluiceBin, "./cmd/sluice"}, {kfakeBin, "./tools/kfakeserver"}} {
+		if out, err := exec.Command("go", "-C", "..", "build", "-o", bin[0], bin[1]).CombinedOutput(); err != nil {
 			b.Fatalf("build %s: %v\n%s", bin[1], err, out)
 		}
 	}

@@ -457,32 +457,41 @@ func TestContextCancel(t *testing.T) {
 		}
 	})
 
-	t.Run("lingerer", func(t *testing.T) {
-		// The lingering caller leaves; its batch is not dropped: a flush
-		// writes both inputs. (The linger is long so that it cannot end
-		// before the cancel, however slow the machine.)
-		sink := newFakeSink(false)
-		agg := newHookAggregator(DefaultMaxBatchBytes)
-		p := mustNew(t, agg, WithSink(sink), Linger(time.Hour), AdaptiveLinger(false))
-		ctx, cancel := context.WithCancel(context.Background())
-		a := produceAsync(ctx, p, "a")
-		waitFor(t, "first push", func() bool { return agg.pushes.Load() == 1 })
-		b := produceAsync(context.Background(), p, "b")
-		waitFor(t, "second push", func() bool { return agg.pushes.Load() == 2 })
-		cancel()
-		ra := get(t, a)
-		if !errors.Is(ra.err, context.Canceled) || !strings.Contains(ra.err.Error(), "may still be produced") {
-			t.Fatalf("canceled Produce = %v", ra.err)
-		}
-		if err := p.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		checkOffset(t, sink, get(t, b))
-		log, _ := sink.snapshot()
-		if len(log) != 2 {
-			t.Fatalf("log has %d records, want both inputs", len(log))
-		}
-	})
+	// One caller leaves while both inputs are in a batch that lingers
+	// (the lingerer, or the caller that joined its batch); the batch is
+	// not dropped: a flush writes both inputs. (The linger is long so that
+	// it cannot end before the cancel, however slow the machine.)
+	for _, leaver := range []string{"lingerer", "joined"} {
+		t.Run(leaver, func(t *testing.T) {
+			sink := newFakeSink(false)
+			agg := newHookAggregator(DefaultMaxBatchBytes)
+			p := mustNew(t, agg, WithSink(sink), Linger(time.Hour), AdaptiveLinger(false))
+			ctx, cancel := context.WithCancel(context.Background())
+			ctxA, ctxB := ctx, context.Background()
+			if leaver == "joined" {
+				ctxA, ctxB = ctxB, ctxA
+			}
+			a := produceAsync(ctxA, p, "a")
+			waitFor(t, "first push", func() bool { return agg.pushes.Load() == 1 })
+			b := produceAsync(ctxB, p, "b")
+			waitFor(t, "second push", func() bool { return agg.pushes.Load() == 2 })
+			cancel()
+			left, stayed := a, b
+			if leaver == "joined" {
+				left, stayed = b, a
+			}
+			if r := get(t, left); !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), "may still be produced") {
+				t.Fatalf("canceled Produce = %v", r.err)
+			}
+			if err := p.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			checkOffset(t, sink, get(t, stayed))
+			if log, _ := sink.snapshot(); len(log) != 2 {
+				t.Fatalf("log has %d records, want both inputs", len(log))
+			}
+		})
+	}
 
 	t.Run("waiting on a write", func(t *testing.T) {
 		sink := newFakeSink(true)

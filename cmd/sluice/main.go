@@ -40,6 +40,7 @@ func subcommands() []*cobra.Command {
 		newTxnCmd(),
 		newHealthCmd(),
 		newTelemetryCmd(),
+		newQuotaCmd(),
 	}
 }
 

@@ -54,6 +54,7 @@ beats the default.`,
 	o.schema = schemaFlags(fs) // schema registry (serve_schema.go)
 	o.groups = groupFlags(fs)  // consumer groups, KIP-848 (serve_groups.go)
 	o.share = shareFlags(fs)   // share groups (serve_share.go)
+	o.limits = limitFlags(fs)  // client quotas, request bytes, idle and slow clients (serve_limits.go)
 	fs.String("config", "", "YAML config file whose keys are these flags' names (env SLUICE_CONFIG)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := applyConfig(cmd.Flags()); err != nil {
@@ -80,6 +81,7 @@ type serveOptions struct {
 	schema                  *serveSchema
 	groups                  *serveGroups
 	share                   *broker.ShareGroupSettings
+	limits                  *serveLimits
 }
 
 // serve runs a broker until ctx is done (SIGINT or SIGTERM), then shuts
@@ -141,6 +143,11 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err := checkPorts(o.ports()); err != nil { // before the data directory exists or anything logs "listening"
 		return err
 	}
+	limitOpts, err := o.limits.opts()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, limitOpts...)
 	b, err := broker.New(append(opts, secOpts...)...)
 	if err != nil {
 		return err

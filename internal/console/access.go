@@ -32,7 +32,10 @@ package console
 //	cleanup policy in the list)
 //	message browser                     READ on the topic
 //	groups list, group                  DESCRIBE on the group; its offsets and lag
-//	                                     only for topics with DESCRIBE
+//	                                     (a share group's partitions) only for
+//	                                     topics with DESCRIBE; a share group's
+//	                                     records in flight only with DESCRIBE on
+//	                                     every topic they cover
 //	create topic                        CREATE on the cluster or on the topic
 //	delete topic                        DELETE on the topic
 //	reset group offsets                 READ on the group and on the topic

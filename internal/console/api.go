@@ -11,8 +11,10 @@ package console
 //	                                             records (latest N when neither offset nor timestamp)
 //	GET    /api/v1/stuck                         partitions whose last stable offset has lagged the
 //	                                             high watermark for longer than the transaction timeout bound
-//	GET    /api/v1/groups                        consumer groups with state and total lag
-//	GET    /api/v1/groups/{group}                one group: members, assignments, offsets, lag
+//	GET    /api/v1/quotas                        client quotas and the accounts in use (quotas.go)
+//	GET    /api/v1/groups                        groups (classic, consumer, share) with type, state, epoch, total lag
+//	GET    /api/v1/groups/{group}                one group: members, assignments, offsets, lag; a share
+//	                                             group's share partitions and records in flight (sharegroups.go)
 //	POST   /api/v1/topics                        {"name","partitions","configs"}  (admin)
 //	DELETE /api/v1/topics/{topic}                                                 (admin)
 //	POST   /api/v1/groups/{group}/reset          {"topic","partitions","to":"earliest|latest|offset","offset"} (admin)
@@ -25,6 +27,7 @@ package console
 // larger limits are cut to the maximum, which the response reports.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +59,7 @@ func (s *Server) apiRoutes() {
 	h("GET /api/v1/topics/{topic}/partitions", s.apiPartitions)
 	h("GET /api/v1/topics/{topic}/partitions/{partition}/records", s.apiRecords)
 	h("GET /api/v1/stuck", s.apiStuck)
+	h("GET /api/v1/quotas", s.apiQuotas) // quotas.go
 	h("GET /api/v1/groups", s.apiGroups)
 	h("GET /api/v1/groups/{group}", s.apiGroup)
 	h("POST /api/v1/topics", s.admin(s.apiCreateTopic))
@@ -335,12 +339,16 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	gs := s.b.Groups()
 	type row struct {
 		ID           string `json:"id"`
+		Type         string `json:"type"` // classic, consumer (KIP-848) or share (KIP-932)
 		State        string `json:"state"`
 		ProtocolType string `json:"protocol_type"`
 		Protocol     string `json:"protocol"`
 		Members      int    `json:"members"`
 		Topics       int    `json:"topics"`
 		Lag          int64  `json:"lag"`
+		// Epoch: a classic group's generation, a consumer or share
+		// group's group epoch.
+		Epoch int32 `json:"epoch"`
 	}
 	rows := make([]row, 0, len(gs))
 	for _, g := range gs {
@@ -352,19 +360,43 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 		for _, o := range g.Offsets {
 			topics[o.Topic] = true
 		}
-		rows = append(rows, row{g.ID, g.State, g.ProtocolType, g.Protocol, g.Members, len(topics), g.Lag})
+		rows = append(rows, row{g.ID, g.Type, g.State, g.ProtocolType, g.Protocol, g.Members, len(topics), g.Lag, g.Epoch})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"groups": rows})
+	// Share groups, from the share coordinator through Kafka requests
+	// (sharegroups.go).
+	out := map[string]any{}
+	ctx, cancel := contextFor(r, 5*time.Second)
+	defer cancel()
+	ids, err := s.shareGroupIDs(ctx, r)
+	var shares []shareGroupInfo
+	if err == nil {
+		shares, _, err = s.shareGroups(ctx, r, ids, false)
+	}
+	if err != nil {
+		out["share_groups_error"] = "share groups: " + err.Error()
+	}
+	for _, g := range shares {
+		topics := map[string]bool{}
+		for _, p := range g.Partitions {
+			topics[p.Topic] = true
+		}
+		rows = append(rows, row{g.ID, g.Type, g.State, g.ProtocolType, g.Protocol, g.Members, len(topics), g.Lag, g.Epoch})
+	}
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.ID, b.ID) })
+	out["groups"] = rows
+	writeJSON(w, http.StatusOK, out)
 }
 
-// memberInfo is a group member as DescribeGroups reports it, with its
-// consumer-protocol assignment decoded.
+// memberInfo is a group member as DescribeGroups, ConsumerGroupDescribe
+// or ShareGroupDescribe reports it, with its assignment decoded.
 type memberInfo struct {
-	MemberID   string             `json:"member_id"`
-	InstanceID string             `json:"instance_id,omitempty"`
-	ClientID   string             `json:"client_id"`
-	ClientHost string             `json:"client_host"`
-	Assigned   map[string][]int32 `json:"assigned"` // topic -> partitions
+	MemberID   string `json:"member_id"`
+	InstanceID string `json:"instance_id,omitempty"`
+	ClientID   string `json:"client_id"`
+	ClientHost string `json:"client_host"`
+	// MemberEpoch: a consumer-protocol or share group member's epoch.
+	MemberEpoch *int32             `json:"member_epoch,omitempty"`
+	Assigned    map[string][]int32 `json:"assigned"` // topic -> partitions
 }
 
 func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
@@ -382,34 +414,83 @@ func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if gi == nil {
-		s.fail(w, r, notFound("group %q does not exist", id))
+		if !s.apiShareGroup(w, r, id) {
+			s.fail(w, r, notFound("group %q does not exist", id))
+		}
 		return
 	}
-	members := []memberInfo{}
 	ctx, cancel := contextFor(r, 5*time.Second)
 	defer cancel()
-	described, err := s.adm.DescribeGroups(ctx, id)
-	if err == nil {
-		if d, ok := described[id]; ok && d.Err == nil {
-			for _, m := range d.Members {
-				mi := memberInfo{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: map[string][]int32{}}
-				if m.InstanceID != nil {
-					mi.InstanceID = *m.InstanceID
-				}
-				if a, ok := m.Assigned.AsConsumer(); ok {
-					for _, t := range a.Topics {
-						mi.Assigned[t.Topic] = slices.Sorted(slices.Values(t.Partitions))
-					}
-				}
-				members = append(members, mi)
-			}
-		} else if ok && d.Err != nil {
-			err = d.Err
-		}
+	var (
+		members []memberInfo
+		err     error
+	)
+	if gi.Type == "consumer" {
+		members, err = s.consumerGroupMembers(ctx, id)
+	} else {
+		members, err = s.classicGroupMembers(ctx, id)
+	}
+	if members == nil {
+		members = []memberInfo{}
 	}
 	out := map[string]any{"group": gi, "members": members}
 	if err != nil {
 		out["members_error"] = err.Error()
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// classicGroupMembers describes a classic group's members (DescribeGroups).
+func (s *Server) classicGroupMembers(ctx context.Context, id string) ([]memberInfo, error) {
+	described, err := s.adm.DescribeGroups(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := described[id]
+	if !ok {
+		return nil, nil
+	}
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	var members []memberInfo
+	for _, m := range d.Members {
+		mi := memberInfo{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: map[string][]int32{}}
+		if m.InstanceID != nil {
+			mi.InstanceID = *m.InstanceID
+		}
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range a.Topics {
+				mi.Assigned[t.Topic] = slices.Sorted(slices.Values(t.Partitions))
+			}
+		}
+		members = append(members, mi)
+	}
+	return members, nil
+}
+
+// consumerGroupMembers describes a consumer-protocol (KIP-848) group's
+// members with their epochs (ConsumerGroupDescribe).
+func (s *Server) consumerGroupMembers(ctx context.Context, id string) ([]memberInfo, error) {
+	described, err := s.adm.DescribeConsumerGroups(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := described[id]
+	if !ok {
+		return nil, nil
+	}
+	if d.Err != nil {
+		return nil, d.Err
+	}
+	var members []memberInfo
+	for _, m := range d.Members {
+		mi := memberInfo{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			MemberEpoch: &m.MemberEpoch, Assigned: assignedOf(m.Assignment)}
+		if m.InstanceID != nil {
+			mi.InstanceID = *m.InstanceID
+		}
+		members = append(members, mi)
+	}
+	return members, nil
 }

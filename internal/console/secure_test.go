@@ -411,9 +411,9 @@ func TestConsoleAuthorizationWithoutSASL(t *testing.T) {
 }
 
 // internalClient is a Kafka client on the broker's in-process connection.
-func (e *env) internalClient(t *testing.T) *kgo.Client {
+func (e *env) internalClient(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers("internal:0"), kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return e.b.InternalConn() }))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("internal:0"), kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return e.b.InternalConn() })}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

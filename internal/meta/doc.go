@@ -10,6 +10,7 @@
 //	broker.json                          dynamic broker configs, AlterConfigs on broker 0 or "" (Broker)
 //	client-metrics.json                  client telemetry subscriptions, CLIENT_METRICS configs (ClientMetrics)
 //	group-configs.json                   configs of GROUP resources, by group (GroupConfigs)
+//	quotas.json                          client quotas, AlterClientQuotas (package quota encodes it)
 //	topics/<name>/topic.json             a topic's id, partition count and configs (Topic)
 //	topics/<name>/<partition>/           a partition (package partition):
 //	    <base, 20 digits>.log            segment: RecordBatch v2 bytes as produced (package storage)

@@ -188,9 +188,22 @@ async function overviewPage(main) {
   const cards = el("div", { class: "cards", id: "overview-cards" });
   const grid = el("div", { class: "charts" });
   const stuck = el("div", { id: "stuck-partitions" });
+  const quotas = el("div", { id: "client-quotas" });
   main.append(el("h1", {}, "Overview"),
     el("p", { class: "help" }, "This broker's health and traffic. Charts cover the last hour, one point every " + (c.sample_ms / 1000) + " s."),
-    cards, stuck, el("h2", {}, "Live"), grid);
+    cards, stuck, quotas, el("h2", {}, "Live"), grid);
+  // Client quotas (sluice quota), with the accounts in use: shown only
+  // when some are set and the user may see them.
+  const fillQuotas = (d) => {
+    if (!d || !d.quotas || !d.quotas.length) { quotas.replaceChildren(); return; }
+    const who = (u) => [u.user ? "user=" + u.user : "", u.client_id ? "client-id=" + u.client_id : ""].filter(Boolean).join(", ");
+    quotas.replaceChildren(el("h2", {}, "Client quotas"),
+      table(["Entity", "Quotas"], d.quotas.map((q) => row(q.entity, Object.entries(q.values).map(([k, v]) => k + "=" + v).join(", ")))),
+      d.usage.length ? table(["Quota", "Account", "#Limit", "#Rate", "#Throttled (s)"],
+        d.usage.map((u) => row(u.quota, who(u), num(u.limit), num(Math.round(u.rate)), num(Math.round(u.throttle_seconds * 10) / 10)))) : "");
+  };
+  const quotasOrNone = () => api("quotas").catch(() => null);
+  fillQuotas(await quotasOrNone());
   // Partitions whose last stable offset has lagged the high watermark for
   // longer than the transaction timeout bound: a hanging transaction
   // holds read_committed consumers there. Shown only when there are some.
@@ -230,7 +243,7 @@ async function overviewPage(main) {
     for (const [update, q] of charts) update(await history(q));
   };
   await draw();
-  every(refreshMs(), async () => { fillCards(await api("cluster")); fillStuck(await api("stuck")); await draw(); });
+  every(refreshMs(), async () => { fillCards(await api("cluster")); fillStuck(await api("stuck")); fillQuotas(await quotasOrNone()); await draw(); });
 }
 
 async function topicsPage(main) {
@@ -438,13 +451,14 @@ async function subjectPage(main, name) {
 async function groupsPage(main) {
   const holder = el("div", { id: "groups-table" });
   main.append(el("h1", {}, "Consumer groups"),
-    el("p", { class: "help" }, "Consumers that share a group id split a topic's partitions between them. Lag is how many records they have not read yet."),
+    el("p", { class: "help" }, "Consumers that share a group id split a topic's partitions between them (classic and consumer groups); the members of a share group read the same partitions together and acknowledge each record. Lag is how many records they have yet to read (in a share group: to accept or archive)."),
     holder);
   const load = async () => {
     const d = await api("groups");
-    holder.replaceChildren(table(["Group", "State", "Protocol", "#Members", "#Topics", "#Lag"],
-      d.groups.map((g) => row(el("a", { href: "#/groups/" + encodeURIComponent(g.id) }, g.id), g.state, g.protocol || g.protocol_type || "–",
-        num(g.members), num(g.topics), el("td", { class: "num" + (g.lag > 0 ? " lag-high" : "") }, g.lag.toLocaleString("en-US"))))));
+    fill(holder, table(["Group", "Type", "State", "Protocol", "#Epoch", "#Members", "#Topics", "#Lag"],
+      d.groups.map((g) => row(el("a", { href: "#/groups/" + encodeURIComponent(g.id) }, g.id), g.type || "–", g.state, g.protocol || g.protocol_type || "–",
+        num(g.epoch), num(g.members), num(g.topics), el("td", { class: "num" + (g.lag > 0 ? " lag-high" : "") }, g.lag.toLocaleString("en-US"))))),
+    d.share_groups_error ? el("p", { class: "err" }, d.share_groups_error) : null);
   };
   await load();
   every(refreshMs(), load);
@@ -452,7 +466,9 @@ async function groupsPage(main) {
 
 async function groupPage(main, id) {
   id = decodeURIComponent(id);
-  const cards = el("div", { class: "cards" });
+  const first = await api("groups/" + encodeURIComponent(id));
+  if (first.group.type === "share") return shareGroupPage(main, id, first);
+  const cards = el("div", { class: "cards", id: "group-cards" });
   const members = el("div", { id: "members" });
   const offsets = el("div", { id: "offsets" });
   const grid = el("div", { class: "charts" });
@@ -460,21 +476,71 @@ async function groupPage(main, id) {
     el("h2", {}, "Members"), members, el("h2", {}, "Committed offsets and lag"), offsets, el("h2", {}, "Lag"), grid);
   if (cluster && cluster.admin) main.append(el("h2", {}, "Reset offsets"), resetForm(id));
   const lag = chart(grid, "Total lag (records)", [{ name: "group/" + id + "/lag", label: "lag" }]);
-  const load = async () => {
-    const d = await api("groups/" + encodeURIComponent(id));
+  const render = (d) => {
     const g = d.group;
-    cards.replaceChildren(card("State", g.state), card("Protocol", (g.protocol_type || "–") + (g.protocol ? " / " + g.protocol : "")),
+    const consumer = g.type === "consumer"; // KIP-848: the broker assigns, members have epochs
+    cards.replaceChildren(card("Type", g.type || "–"), card("State", g.state), card("Protocol", (g.protocol_type || "–") + (g.protocol ? " / " + g.protocol : "")),
+      consumer ? card("Group epoch / assignment epoch", g.epoch + " / " + g.assignment_epoch) : card("Generation", g.epoch),
       card("Members", g.members), card("Total lag", g.lag.toLocaleString("en-US")));
-    fill(members, table(["Member", "Client id", "Host", "Assigned partitions"], d.members.map((m) => row(m.member_id, m.client_id, m.client_host,
-      Object.entries(m.assigned).map(([t, ps]) => el("span", { class: "tag" }, t + ": " + ps.join(","))))), { id: "members-table" }),
+    fill(members, table(["Member", "Client id", "Host", consumer ? "#Member epoch" : null, "Assigned partitions"].filter(Boolean), d.members.map((m) => row(...[m.member_id, m.client_id, m.client_host,
+      consumer ? num(m.member_epoch) : null, assignedTags(m.assigned)].filter((c) => c !== null))), { id: "members-table" }),
     d.members_error ? el("p", { class: "err" }, d.members_error) : null);
     offsets.replaceChildren(table(["Topic", "#Partition", "#Committed", "#End offset", "#Lag"], g.offsets.map((o) => row(
       el("a", { href: "#/topics/" + encodeURIComponent(o.topic) }, o.topic), num(o.partition), num(o.committed),
       num(o.high_watermark < 0 ? "deleted" : o.high_watermark), el("td", { class: "num" + (o.lag > 0 ? " lag-high" : "") }, o.lag.toLocaleString("en-US")))), { id: "offsets-table" }));
+  };
+  const load = async () => {
+    render(await api("groups/" + encodeURIComponent(id)));
     lag(await history({ series: "group/" + id + "/lag" }));
   };
-  await load();
+  render(first);
+  lag(await history({ series: "group/" + id + "/lag" }));
   every(refreshMs(), load);
+}
+
+function assignedTags(assigned) {
+  return Object.entries(assigned).map(([t, ps]) => el("span", { class: "tag" }, t + ": " + ps.join(",")));
+}
+
+// shareGroupPage shows a share group (KIP-932): its members and, per
+// share partition, the start offset (below it every record is accepted
+// or archived), the end offset and the lag; and the group's records in
+// flight by state.
+async function shareGroupPage(main, id, first) {
+  const cards = el("div", { class: "cards", id: "group-cards" });
+  const members = el("div", { id: "members" });
+  const parts = el("div", { id: "share-partitions" });
+  const records = el("div", { id: "share-records" });
+  main.append(el("h1", {}, "Share group ", el("span", { id: "group-id" }, id)),
+    el("p", { class: "help" }, "The members of a share group read the same partitions together: each record is acquired by one member at a time, under a lock, and accepted, released (delivered again) or rejected (archived). Lag is the records not yet accepted or archived."),
+    cards, el("h2", {}, "Members"), members, el("h2", {}, "Share partitions"), parts, el("h2", {}, "Records in flight"), records);
+  const render = (d) => {
+    const g = d.group;
+    cards.replaceChildren(card("Type", g.type), card("State", g.state), card("Assignor", g.protocol || "–"),
+      card("Group epoch / assignment epoch", g.epoch + " / " + g.assignment_epoch), card("Members", g.members), card("Total lag", g.lag.toLocaleString("en-US")));
+    fill(members, table(["Member", "Client id", "Host", "#Member epoch", "Assigned partitions"], d.members.map((m) => row(m.member_id, m.client_id, m.client_host,
+      num(m.member_epoch), assignedTags(m.assigned))), { id: "members-table" }));
+    parts.replaceChildren(table(["Topic", "#Partition", "#Start offset", "#End offset", "#Lag", "Status"], g.partitions.map((p) => row(
+      el("a", { href: "#/topics/" + encodeURIComponent(p.topic) }, p.topic), num(p.partition), num(p.start_offset < 0 ? "–" : p.start_offset),
+      num(p.end_offset < 0 ? "deleted" : p.end_offset), el("td", { class: "num" + (p.lag > 0 ? " lag-high" : "") }, p.lag < 0 ? "–" : p.lag.toLocaleString("en-US")),
+      p.error ? el("span", { class: "err" }, p.error) : "ok")), { id: "share-partitions-table" }));
+    const r = g.records;
+    if (!r) {
+      records.replaceChildren(el("p", { class: "muted" }, g.records_hidden
+        ? "Hidden: the counts cover topics your user may not describe."
+        : "Not available: the broker's metrics are not registered with the console."));
+      return;
+    }
+    records.replaceChildren(table(["State", "#Records", "Meaning"], [
+      row("acquired", num(r.acquired), "delivered to a member, locked until it acknowledges or the lock expires"),
+      row("available", num(r.available), "released, or their lock expired: the next fetch can acquire them"),
+      row("acknowledged", num(r.acknowledged), "accepted, above records still in flight"),
+      row("archived", num(r.archived), "rejected or past the delivery limit: never delivered again"),
+    ], { id: "share-records-table" }),
+    el("p", { class: "muted" }, "Between the share partitions' start offsets and the offsets delivered so far, over every share partition of the group."));
+  };
+  render(first);
+  every(refreshMs(), async () => render(await api("groups/" + encodeURIComponent(id))));
 }
 
 function resetForm(id) {
