@@ -120,9 +120,9 @@ func TestBenchFloorREADME(t *testing.T) {
 		if i := strings.Index(line, "#"); i >= 0 {
 			line = line[:i]
 		}
-		args, ok := strings.CutPrefix(strings.TrimSpace(line), "go run ./cmd/sluice bench ")
+		args, ok := strings.CutPrefix(strings.TrimSpace(line), "./sluice bench ")
 		if !ok {
-			t.Fatalf("README line %q does not start with go run ./cmd/sluice bench", line)
+			t.Fatalf("README line %q does not start with ./sluice bench", line)
 		}
 		argv := strings.Fields(strings.ReplaceAll(args, "./sluice-data", dir))
 		var out, errOut bytes.Buffer
