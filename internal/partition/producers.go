@@ -51,8 +51,8 @@ type producerState struct {
 	// DescribeProducers reports it as LastTimestamp, as Kafka does.
 	lastTs  int64
 	batches [dedupWindow]seqEntry // ring; newest at (head-1) mod dedupWindow
-	head       int
-	n          int
+	head    int
+	n       int
 }
 
 // newest is the last batch's entry; s.n must be > 0.
