@@ -7,9 +7,11 @@ package broker
 //     with state on it: producer id, epoch, last sequence written (-1
 //     when none in this epoch) and the first offset of the producer's
 //     open transaction on the partition (-1 when none). LastTimestamp is,
-//     for a producer with an open transaction, when the partition first
-//     saw it open (the broker's clock), so that a tool can tell a hanging
-//     transaction (KIP-664) by its age; else -1. CoordinatorEpoch is the
+//     as in Kafka, the max timestamp of the producer's last batch or
+//     transaction marker on the partition (-1 when unknown: state
+//     restored from a producer snapshot older than the field, nothing
+//     written since); sluice txn find-hanging ages an open transaction
+//     by it, as kafka-transactions.sh does. CoordinatorEpoch is the
 //     coordinator epoch of the producer's last transaction marker on the
 //     partition (0 for the broker's own coordinator, the request's for
 //     WriteTxnMarkers), -1 when none was written, as in Kafka.
@@ -47,19 +49,12 @@ func handleDescribeProducers(r *request) (kmsg.Response, error) {
 				st.Partitions = append(st.Partitions, sp)
 				continue
 			}
-			since := map[int64]int64{}
-			for _, o := range p.OpenTxns(r.b.hangingNow().UnixMilli()) {
-				since[o.ProducerID] = o.SinceMs
-			}
 			act := p.Producers()
 			sort.Slice(act, func(i, j int) bool { return act[i].ID < act[j].ID })
 			for _, a := range act {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = a.ID, int32(a.Epoch), a.LastSequence
-				ap.LastTimestamp, ap.CoordinatorEpoch = -1, a.CoordinatorEpoch
-				if ms, ok := since[a.ID]; ok && a.TxnStartOffset >= 0 {
-					ap.LastTimestamp = ms
-				}
+				ap.LastTimestamp, ap.CoordinatorEpoch = a.LastTimestamp, a.CoordinatorEpoch
 				ap.CurrentTxnStartOffset = a.TxnStartOffset
 				sp.ActiveProducers = append(sp.ActiveProducers, ap)
 			}

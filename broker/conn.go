@@ -45,17 +45,20 @@ type conn struct {
 	b    *Broker
 	nc   net.Conn
 	host string
-	log  *slog.Logger  // the connection's logger, set by serve before it starts writeLoop
-	r    *bufio.Reader // used only by the read loop (serve)
+	log  *slog.Logger // the connection's logger, set by serve before it starts writeLoop
+	// r is used only by the read loop (serve); nil until the
+	// connection's first byte arrives (readFrame), so that a connection
+	// that never speaks holds no read buffer.
+	r *bufio.Reader
 
 	// wmu guards w and the socket's writes: writeLoop holds it while it
 	// writes a response or flushes, and the read loop while it writes a
 	// response inline (writeInline). Never held while waiting for a
 	// deferred reply.
 	wmu     sync.Mutex
-	w       *bufio.Writer
-	writeDL time.Time // the write deadline armed by armWrite
-	wbuf    []byte    // scratch for encoding one response (writeResponse)
+	w       *bufio.Writer // nil until the first response (writeResponse)
+	writeDL time.Time     // the write deadline armed by armWrite
+	wbuf    []byte        // scratch for encoding one response (writeResponse)
 
 	out        chan *pending // requests in order, to writeLoop
 	owed       atomic.Int32  // responses sent on out that writeLoop has not yet written (or dropped)
@@ -130,7 +133,7 @@ func newConn(b *Broker, nc net.Conn, l *listener) *conn {
 		nc = tls.Server(nc, l.tlsc)
 	}
 	return &conn{
-		b: b, nc: nc, host: host, w: bufio.NewWriterSize(nc, 64<<10), r: bufio.NewReaderSize(nc, 64<<10),
+		b: b, nc: nc, host: host,
 		out: make(chan *pending, maxInFlight), writerDone: make(chan struct{}),
 		idle:      true, // no request has started
 		lis:       l,
@@ -379,7 +382,7 @@ func (c *conn) lockedFlush(log *slog.Logger) {
 // flush writes the buffered responses to the socket; a failure closes
 // the connection. c.wmu must be held.
 func (c *conn) flush(log *slog.Logger) {
-	if c.failed.Load() || c.w.Buffered() == 0 {
+	if c.failed.Load() || c.w == nil || c.w.Buffered() == 0 {
 		return
 	}
 	c.armWrite()
@@ -398,11 +401,20 @@ func (c *conn) fail() {
 	c.nc.Close()
 }
 
+// connBufSize is the size of a connection's read and write buffers.
+const connBufSize = 64 << 10
+
 // readFrame reads one size-prefixed request. The first byte is awaited
 // until the read deadline that setIdle(true) armed (the idle timeout).
+// The connection's first byte is read straight from the socket, and its
+// read buffer made only then.
 func (c *conn) readFrame() ([]byte, error) {
 	var size [4]byte
-	if _, err := io.ReadFull(c.r, size[:1]); err != nil {
+	src := io.Reader(c.r)
+	if c.r == nil {
+		src = c.nc
+	}
+	if _, err := io.ReadFull(src, size[:1]); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, io.EOF
 		}
@@ -413,6 +425,9 @@ func (c *conn) readFrame() ([]byte, error) {
 		return nil, err
 	}
 	c.setBusy()
+	if c.r == nil {
+		c.r = bufio.NewReaderSize(c.nc, connBufSize)
+	}
 	if _, err := io.ReadFull(c.r, size[1:]); err != nil {
 		return nil, fmt.Errorf("read request size: %w", err)
 	}
@@ -601,6 +616,9 @@ func (c *conn) dispatch(frame []byte) error {
 // the segment files (see fetchReply) and flush as they go.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	c.armWrite() // a full buffer writes to the socket
+	if c.w == nil {
+		c.w = bufio.NewWriterSize(c.nc, connBufSize) // the first response
+	}
 	if fr, ok := resp.(*fetchReply); ok {
 		return fr.write(c, corr)
 	}
@@ -614,7 +632,7 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	}
 	buf = resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	if cap(buf) <= 64<<10 {
+	if cap(buf) <= connBufSize {
 		c.wbuf = buf // kept for the next response; a large one is let go
 	}
 	// Buffered: writeLoop flushes once no further response is ready.

@@ -241,7 +241,11 @@ func TestTxnAdminAPIs(t *testing.T) {
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("hanging")}).FirstErr(); err != nil {
+	// The record's own timestamp (CreateTime), far from the broker's
+	// clock: DescribeProducers' LastTimestamp is the batch's max
+	// timestamp, as Kafka's.
+	const recTs = 1700000000123
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("hanging"), Timestamp: time.UnixMilli(recTs)}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	adm := kadm.NewClient(tb.client())
@@ -276,8 +280,8 @@ func TestTxnAdminAPIs(t *testing.T) {
 			found = &p
 		}
 	})
-	if found == nil || found.CurrentTxnStartOffset != 0 || found.LastSequence != 0 || found.CoordinatorEpoch != -1 {
-		t.Fatalf("DescribeProducers: %+v", found)
+	if found == nil || found.CurrentTxnStartOffset != 0 || found.LastSequence != 0 || found.CoordinatorEpoch != -1 || found.LastTimestamp != recTs {
+		t.Fatalf("DescribeProducers: %+v; want start offset 0, last sequence 0, coordinator epoch -1, last timestamp %d (the batch's)", found, recTs)
 	}
 	res, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, Commit: false, CoordinatorEpoch: 3, Topics: kadm.TopicsSet{topic: {0: {}}}})
 	if err != nil {
@@ -293,7 +297,9 @@ func TestTxnAdminAPIs(t *testing.T) {
 		t.Fatalf("after the admin abort: hw %d lso %d, want 2 and 2", hw, p.LastStableOffsetAt(hw))
 	}
 	// DescribeProducers reports the coordinator epoch of the last marker:
-	// the admin's 3, later the broker's coordinator's 0.
+	// the admin's 3, later the broker's coordinator's 0; its last
+	// timestamp is the marker's (the broker's clock, past the record's).
+	var markerTs int64
 	coordEpochs := func() []int32 {
 		prods, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
 		if err != nil {
@@ -303,12 +309,16 @@ func TestTxnAdminAPIs(t *testing.T) {
 		prods.EachProducer(func(p kadm.DescribedProducer) {
 			if p.ProducerID == d.ProducerID {
 				out = append(out, p.CoordinatorEpoch)
+				markerTs = p.LastTimestamp
 			}
 		})
 		return out
 	}
 	if got := coordEpochs(); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("coordinator epochs after the admin's marker: %v, want [3]", got)
+	}
+	if markerTs <= recTs {
+		t.Fatalf("last timestamp after the admin's marker: %d, want the marker's, past the record's %d", markerTs, recTs)
 	}
 	// The client's commit changes nothing on the partition: the record
 	// stays aborted.

@@ -136,8 +136,9 @@ func newTxnDescribeProducersCmd() *cobra.Command {
 		Short: "Show the producers with state on partitions and their open transactions",
 		Long: `Show, for each partition of TOPIC (or only --partition), the idempotent and
 transactional producers with state there: producer id, epoch, last
-sequence, and for a producer with an open transaction its first offset
-and when the broker first saw it open.`,
+sequence, the first offset of its open transaction (if any) and its
+last timestamp: the max timestamp of its last batch or transaction
+marker on the partition, as Kafka reports it.`,
 		Example: "  sluice txn describe-producers --topic orders --partition 0",
 		Args:    exactArgs(0, "no arguments (name the topic with --topic)"),
 	}
@@ -157,7 +158,7 @@ and when the broker first saw it open.`,
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TOPIC\tPARTITION\tPRODUCER-ID\tEPOCH\tLAST-SEQUENCE\tTXN-START-OFFSET\tTXN-OPEN-SINCE")
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tPRODUCER-ID\tEPOCH\tLAST-SEQUENCE\tTXN-START-OFFSET\tLAST-TIMESTAMP")
 			for _, p := range ps {
 				start := "-"
 				if p.CurrentTxnStartOffset >= 0 {
@@ -175,13 +176,17 @@ and when the broker first saw it open.`,
 // coordinator state.
 type hangingTxn struct {
 	kadm.DescribedProducer
-	openFor time.Duration
+	idleFor time.Duration // since the producer's last write there; -1: unknown
 }
 
-// findHanging lists the transactions open on the partitions of s longer
-// than maxTimeout whose producer id no transactional id's live
-// transaction (Ongoing, PrepareCommit, PrepareAbort) has: nothing will
-// end them, as Kafka's kafka-transactions.sh find-hanging reports.
+// findHanging lists the transactions open on the partitions of s whose
+// producer wrote nothing there for at least maxTimeout (its last
+// timestamp; an unknown one counts as old) and that no live transaction
+// of their producer id on the coordinator (Ongoing, PrepareCommit,
+// PrepareAbort) includes: nothing will end them. This is Kafka's
+// kafka-transactions.sh find-hanging: DescribeProducers for the open
+// transactions and their age, ListTransactions and DescribeTransactions
+// for what the coordinator still holds.
 func findHanging(ctx context.Context, c *conn, s kadm.TopicsSet, maxTimeout time.Duration, now time.Time) ([]hangingTxn, error) {
 	const what = "txn find-hanging"
 	ps, err := describeProducers(ctx, c, s, what)
@@ -192,26 +197,43 @@ func findHanging(ctx context.Context, c *conn, s kadm.TopicsSet, maxTimeout time
 	if err != nil {
 		return nil, c.wrap(what, err)
 	}
-	live := map[int64]bool{}
+	var liveIDs []string
 	for _, t := range txns {
 		switch t.State {
 		case "Ongoing", "PrepareCommit", "PrepareAbort":
-			live[t.ProducerID] = true
+			liveIDs = append(liveIDs, t.TxnID)
+		}
+	}
+	// The partitions each producer id's live transaction still expects
+	// a marker on.
+	live := map[int64]kadm.TopicsSet{}
+	if len(liveIDs) > 0 {
+		ds, err := c.adm.DescribeTransactions(ctx, liveIDs...)
+		if err != nil {
+			return nil, c.wrap(what, err)
+		}
+		for _, d := range ds {
+			if d.Err == nil {
+				live[d.ProducerID] = d.Topics
+			}
 		}
 	}
 	var out []hangingTxn
 	for _, p := range ps {
-		if p.CurrentTxnStartOffset < 0 || live[p.ProducerID] {
+		if p.CurrentTxnStartOffset < 0 {
 			continue
 		}
-		var age time.Duration
+		if _, ok := live[p.ProducerID][p.Topic][p.Partition]; ok {
+			continue
+		}
+		idle := time.Duration(-1)
 		if p.LastTimestamp >= 0 {
-			age = now.Sub(time.UnixMilli(p.LastTimestamp))
+			idle = now.Sub(time.UnixMilli(p.LastTimestamp))
+			if idle < maxTimeout {
+				continue
+			}
 		}
-		if age < maxTimeout {
-			continue
-		}
-		out = append(out, hangingTxn{DescribedProducer: p, openFor: age})
+		out = append(out, hangingTxn{DescribedProducer: p, idleFor: idle})
 	}
 	return out, nil
 }
@@ -221,9 +243,11 @@ func newTxnFindHangingCmd() *cobra.Command {
 		Use:   "find-hanging [--topic TOPIC [--partition N]]",
 		Short: "Find transactions open on a partition that no transaction coordinator state will end",
 		Long: `Find hanging transactions: open on a partition (its last stable offset
-stays before them, so read_committed consumers stop there) for longer
-than --max-transaction-timeout, with no live transaction of their
-producer id on the transaction coordinator. Without --topic every topic
+stays before them, so read_committed consumers stop there), their
+producer silent there (by its last timestamp) for at least
+--max-transaction-timeout, and no live transaction of their producer id
+on the transaction coordinator including that partition, as Kafka's
+kafka-transactions.sh find-hanging decides. Without --topic every topic
 is searched. End one with sluice txn abort. The broker itself aborts
 them once transaction.max.timeout.ms has passed.`,
 		Example: "  sluice txn find-hanging\n  sluice txn find-hanging --topic orders --max-transaction-timeout 0s",
@@ -232,7 +256,7 @@ them once transaction.max.timeout.ms has passed.`,
 	cf := addClientFlags(cmd)
 	pf := addTxnPartitionFlags(cmd, false)
 	maxTimeout := cmd.Flags().Duration("max-transaction-timeout", 15*time.Minute,
-		"report transactions open at least this long (the brokers' transaction.max.timeout.ms)")
+		"report open transactions whose producer wrote nothing to the partition for at least this long (the brokers' transaction.max.timeout.ms)")
 	cmd.RunE = cf.stepRunE(func(ctx context.Context, cmd *cobra.Command, _ []string, c *conn) error {
 		if *maxTimeout < 0 {
 			return usagef("txn find-hanging: --max-transaction-timeout %v is negative", *maxTimeout)
@@ -246,9 +270,13 @@ them once transaction.max.timeout.ms has passed.`,
 			return err
 		}
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tPRODUCER-ID\tEPOCH\tSTART-OFFSET\tOPEN-FOR")
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tPRODUCER-ID\tEPOCH\tSTART-OFFSET\tIDLE-FOR")
 		for _, h := range hs {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", h.Topic, h.Partition, h.ProducerID, h.ProducerEpoch, h.CurrentTxnStartOffset, h.openFor.Round(time.Second))
+			idle := "unknown"
+			if h.idleFor >= 0 {
+				idle = h.idleFor.Round(time.Second).String()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", h.Topic, h.Partition, h.ProducerID, h.ProducerEpoch, h.CurrentTxnStartOffset, idle)
 		}
 		return tw.Flush()
 	})

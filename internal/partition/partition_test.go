@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -61,7 +62,7 @@ func TestProducerTableLastUsed(t *testing.T) {
 	if ce := tb.coordEpochOf(1); ce != -1 {
 		t.Fatalf("coordinator epoch %d before any marker; want -1", ce)
 	}
-	tb.marker(1, 1, 4)
+	tb.marker(1, 1, 4, 0)
 	accept(tb, hdr(1, 1, 0, 3), 13)
 	if e, s := lastSeqOf(tb, 1); e != 1 || s != 2 {
 		t.Fatalf("after the marker: epoch %d last sequence %d; want 1 and 2", e, s)
@@ -71,7 +72,7 @@ func TestProducerTableLastUsed(t *testing.T) {
 	if ce := tb.coordEpochOf(1); ce != 4 {
 		t.Fatalf("coordinator epoch %d after an epoch bump; want the marker's 4", ce)
 	}
-	tb.marker(1, 3, 5)
+	tb.marker(1, 3, 5, 0)
 	accept(tb, hdr(1, 3, 1, 1), 17)
 
 	// replay of a newer epoch (recovery) replaces the entry too.
@@ -82,6 +83,86 @@ func TestProducerTableLastUsed(t *testing.T) {
 	}
 	if ce := tb.coordEpochOf(1); ce != 5 {
 		t.Fatalf("coordinator epoch %d after replay; want 5", ce)
+	}
+}
+
+// TestProducerLastTimestamp: a producer's last timestamp is the max
+// timestamp of its last accepted batch or marker, from check, replay and
+// marker alike; a rejected or duplicate batch leaves it; a snapshot
+// keeps it, and one written before it was kept restores it as -1.
+func TestProducerLastTimestamp(t *testing.T) {
+	hdr := func(pid int64, seq int32, maxTs int64) []batch.Header {
+		return []batch.Header{{ProducerID: pid, BaseSequence: seq, MaxTimestamp: maxTs}}
+	}
+	lastTs := func(tb *producerTable, pid int64) int64 {
+		t.Helper()
+		for _, p := range tb.active() {
+			if p.pid == pid {
+				return p.lastTs
+			}
+		}
+		t.Fatalf("producer %d has no state", pid)
+		return 0
+	}
+	tb := newProducerTable()
+	for i, ts := range []int64{1000, 900, 1500} { // the batch's own timestamp, even if older
+		if _, dup, err := tb.check(hdr(1, int32(i), ts), int64(i)); err != nil || dup {
+			t.Fatalf("batch %d: dup %v, err %v", i, dup, err)
+		}
+		if got := lastTs(tb, 1); got != ts {
+			t.Fatalf("after batch %d: last timestamp %d, want the batch's %d", i, got, ts)
+		}
+	}
+	if _, dup, _ := tb.check(hdr(1, 2, 7000), 3); !dup {
+		t.Fatal("a retry of sequence 2 was not a duplicate")
+	}
+	if _, _, err := tb.check(hdr(1, 9, 8000), 3); err == nil {
+		t.Fatal("sequence 9 after 2 was accepted")
+	}
+	if got := lastTs(tb, 1); got != 1500 {
+		t.Fatalf("after a duplicate and a rejected batch: last timestamp %d, want 1500", got)
+	}
+	tb.marker(1, 1, 0, 2500)
+	if got := lastTs(tb, 1); got != 2500 {
+		t.Fatalf("after a marker: last timestamp %d, want the marker's 2500", got)
+	}
+	tb.replay(&hdr(2, 0, 3100)[0], 0)
+	if got := lastTs(tb, 2); got != 3100 {
+		t.Fatalf("replayed batch: last timestamp %d, want 3100", got)
+	}
+
+	// A snapshot body carries last_ts; one without it (older) loads
+	// with the timestamp unknown.
+	for _, c := range []struct {
+		body string
+		want int64
+	}{
+		{`{"version":2,"start":0,"next":4,"max_pid":1,"producers":[{"pid":1,"epoch":0,"batches":[[0,0,0]],"last_ts":1500}],"open":[],"aborted":[]}`, 1500},
+		{`{"version":2,"start":0,"next":4,"max_pid":1,"producers":[{"pid":1,"epoch":0,"batches":[[0,0,0]]}],"open":[],"aborted":[]}`, -1},
+	} {
+		var s producerSnapshot
+		if err := json.Unmarshal([]byte(c.body), &s); err != nil {
+			t.Fatal(err)
+		}
+		data, err := encodeSnapshot(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeSnapshot(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := newProducerTable()
+		got.restore(rt, newTxnIndex())
+		if ts := lastTs(rt, 1); ts != c.want {
+			t.Fatalf("snapshot %s restored last timestamp %d, want %d", c.body, ts, c.want)
+		}
+		if _, dup, err := rt.check(hdr(1, 1, 4000), 4); err != nil || dup {
+			t.Fatalf("after restore: dup %v, err %v", dup, err)
+		}
+		if ts := lastTs(rt, 1); ts != 4000 {
+			t.Fatalf("after restore and a batch: last timestamp %d, want 4000", ts)
+		}
 	}
 }
 

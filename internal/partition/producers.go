@@ -45,9 +45,14 @@ type producerState struct {
 	// across epoch bumps as Kafka keeps it (DescribeProducers reports it).
 	marked     bool
 	coordEpoch int32
-	batches    [dedupWindow]seqEntry // ring; newest at (head-1) mod dedupWindow
-	head       int
-	n          int
+	// lastTs is the max timestamp of the producer's last batch or
+	// marker (Unix ms, as the batch header carries it), -1 when unknown
+	// (state restored from a snapshot older than the field);
+	// DescribeProducers reports it as LastTimestamp, as Kafka does.
+	lastTs  int64
+	batches [dedupWindow]seqEntry // ring; newest at (head-1) mod dedupWindow
+	head    int
+	n       int
 }
 
 // newest is the last batch's entry; s.n must be > 0.
@@ -105,6 +110,7 @@ type activeProducer struct {
 	epoch      int16
 	lastSeq    int32
 	coordEpoch int32 // -1: no marker written
+	lastTs     int64 // -1: unknown
 }
 
 // active lists the producers with state on the partition.
@@ -121,7 +127,7 @@ func (t *producerTable) active() []activeProducer {
 		if s.marked {
 			ce = s.coordEpoch
 		}
-		out = append(out, activeProducer{pid: id, epoch: s.epoch, lastSeq: last, coordEpoch: ce})
+		out = append(out, activeProducer{pid: id, epoch: s.epoch, lastSeq: last, coordEpoch: ce, lastTs: s.lastTs})
 	}
 	return out
 }
@@ -158,16 +164,16 @@ func nextSeq(s int32) int32 {
 }
 
 // marker records a transaction marker of producer pid at epoch, written
-// by a coordinator at coordEpoch: a higher epoch (the coordinator fenced
-// the producer) starts a new session whose first batch must have
-// sequence 0.
-func (t *producerTable) marker(pid int64, epoch int16, coordEpoch int32) {
+// by a coordinator at coordEpoch and stamped ts: a higher epoch (the
+// coordinator fenced the producer) starts a new session whose first
+// batch must have sequence 0.
+func (t *producerTable) marker(pid int64, epoch int16, coordEpoch int32, ts int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.markerLocked(pid, epoch, coordEpoch)
+	t.markerLocked(pid, epoch, coordEpoch, ts)
 }
 
-func (t *producerTable) markerLocked(pid int64, epoch int16, coordEpoch int32) {
+func (t *producerTable) markerLocked(pid int64, epoch int16, coordEpoch int32, ts int64) {
 	t.maxPID = max(t.maxPID, pid)
 	s := t.m[pid]
 	if s == nil || epoch > s.epoch {
@@ -175,7 +181,7 @@ func (t *producerTable) markerLocked(pid int64, epoch int16, coordEpoch int32) {
 		t.m[pid] = s
 		t.last = nil
 	}
-	s.marked, s.coordEpoch = true, coordEpoch
+	s.marked, s.coordEpoch, s.lastTs = true, coordEpoch, ts
 }
 
 // coordEpochOf is the coordinator epoch of pid's last marker, -1 when
@@ -198,7 +204,7 @@ func (t *producerTable) replay(h *batch.Header, coordEpoch int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h.Control() {
-		t.markerLocked(h.ProducerID, h.ProducerEpoch, coordEpoch)
+		t.markerLocked(h.ProducerID, h.ProducerEpoch, coordEpoch, h.MaxTimestamp)
 		return
 	}
 	t.maxPID = max(t.maxPID, h.ProducerID)
@@ -216,6 +222,7 @@ func (t *producerTable) replay(h *batch.Header, coordEpoch int32) {
 		t.last = nil
 	}
 	s.push(seqEntry{first: h.BaseSequence, last: lastSeq(h), base: h.BaseOffset})
+	s.lastTs = h.MaxTimestamp
 }
 
 // check decides about the batches of one append whose first record would
@@ -281,6 +288,7 @@ func (t *producerTable) check(hs []batch.Header, base int64) (dupBase int64, dup
 			}
 		}
 		sc.st.push(seqEntry{first: first, last: last, base: off})
+		sc.st.lastTs = h.MaxTimestamp
 		off += int64(h.LastOffsetDelta) + 1
 	}
 	for i := range scratch {

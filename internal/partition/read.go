@@ -45,6 +45,10 @@ type Producer struct {
 	// CoordinatorEpoch is the coordinator epoch of its last transaction
 	// marker, -1 when none was written.
 	CoordinatorEpoch int32
+	// LastTimestamp is the max timestamp of its last batch or marker
+	// (Unix ms), -1 when unknown (restored from an older snapshot and
+	// nothing written since).
+	LastTimestamp int64
 }
 
 // Producers lists the producers with state on the partition.
@@ -52,7 +56,7 @@ func (p *Partition) Producers() []Producer {
 	act := p.pids.active()
 	out := make([]Producer, len(act))
 	for i, a := range act {
-		out[i] = Producer{ID: a.pid, Epoch: a.epoch, LastSequence: a.lastSeq, TxnStartOffset: p.txns.openFirst(a.pid), CoordinatorEpoch: a.coordEpoch}
+		out[i] = Producer{ID: a.pid, Epoch: a.epoch, LastSequence: a.lastSeq, TxnStartOffset: p.txns.openFirst(a.pid), CoordinatorEpoch: a.coordEpoch, LastTimestamp: a.lastTs}
 	}
 	return out
 }

@@ -33,13 +33,17 @@ import (
 //
 //	sluice-producers v2 crc32c=<8 hex digits of the CRC32C of the body>
 //	{"version":2, "start":S, "next":N, "max_pid":P,
-//	 "producers":[{"pid":7,"epoch":0,"batches":[[first,last,base],...]}],
+//	 "producers":[{"pid":7,"epoch":0,"batches":[[first,last,base],...],
+//	               "last_ts":1764640000000}],
 //	 "open":[{"pid":9,"first":120}],
 //	 "aborted":[{"pid":9,"first":40,"last":52}]}
 //
 // start is the log start offset when it was taken; batches holds each
 // producer's last sequence ranges (first sequence, last sequence, base
-// offset; oldest first), open the first offset of each open transaction,
+// offset; oldest first) and last_ts the max timestamp of its last batch
+// or marker (absent in snapshots written before it was kept: the
+// producer's LastTimestamp is then -1 until its next batch), open the
+// first offset of each open transaction,
 // aborted the aborted transactions (first offset, ABORT marker offset).
 // It is written to a temporary file, fsynced, renamed into place and the
 // directory fsynced; the newest snapshotKeep are kept.
@@ -96,6 +100,39 @@ type snapshotProducer struct {
 	// older snapshots); CoordEpoch is the coordinator epoch it carried.
 	Marked     bool  `json:"marked,omitempty"`
 	CoordEpoch int32 `json:"coord_epoch,omitempty"`
+	// LastTs is the max timestamp of the producer's last batch or
+	// marker; absent in older snapshots and when unknown.
+	LastTs snapTs `json:"last_ts,omitzero"`
+}
+
+// snapTs is a timestamp a snapshot may lack: the zero value is unknown
+// and is left out of the JSON.
+type snapTs struct {
+	ms    int64
+	known bool
+}
+
+func (t snapTs) MarshalJSON() ([]byte, error) { return strconv.AppendInt(nil, t.ms, 10), nil }
+
+func (t *snapTs) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = snapTs{}
+		return nil
+	}
+	ms, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("last_ts %s: %w", b, err)
+	}
+	*t = snapTs{ms: ms, known: true}
+	return nil
+}
+
+// timestamp is t in the producer table's terms (-1: unknown).
+func (t snapTs) timestamp() int64 {
+	if !t.known {
+		return -1
+	}
+	return t.ms
 }
 
 type snapshotOpen struct {
@@ -143,6 +180,9 @@ func (p *Partition) snapshotAt(next int64) *producerSnapshot {
 	for id, st := range p.pids.m {
 		sp := snapshotProducer{PID: id, Epoch: st.epoch}
 		sp.Marked, sp.CoordEpoch = st.marked, st.coordEpoch
+		if st.lastTs >= 0 {
+			sp.LastTs = snapTs{ms: st.lastTs, known: true}
+		}
 		for i := st.n - 1; i >= 0; i-- {
 			e := st.batches[(st.head+dedupWindow-1-i)%dedupWindow]
 			sp.Batches = append(sp.Batches, [3]int64{int64(e.first), int64(e.last), e.base})
@@ -179,7 +219,7 @@ func (s *producerSnapshot) restore(pids *producerTable, txns *txnIndex) {
 	pids.maxPID = s.MaxPID
 	for _, sp := range s.Producers {
 		st := &producerState{epoch: sp.Epoch}
-		st.marked, st.coordEpoch = sp.Marked, sp.CoordEpoch
+		st.marked, st.coordEpoch, st.lastTs = sp.Marked, sp.CoordEpoch, sp.LastTs.timestamp()
 		for _, b := range sp.Batches {
 			st.push(seqEntry{first: int32(b[0]), last: int32(b[1]), base: b[2]})
 		}

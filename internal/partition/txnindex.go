@@ -261,7 +261,7 @@ func (p *Partition) EnqueueMarker(pid int64, epoch int16, commit bool, batchEpoc
 		if !p.txns.end(pid, commit, base) {
 			return -1, true, nil
 		}
-		p.pids.marker(pid, epoch, coordEpoch)
+		p.pids.marker(pid, epoch, coordEpoch, ts)
 		return 0, false, nil
 	}
 	pend, err := p.acc.Enqueue(context.Background(), req)
