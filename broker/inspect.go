@@ -9,8 +9,11 @@ package broker
 // and traffic are only here.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -214,6 +217,72 @@ func (b *Broker) Groups() []GroupInfo {
 			gi.Lag += off.Lag
 			gi.Offsets = append(gi.Offsets, off)
 		}
+		out = append(out, gi)
+	}
+	return out
+}
+
+// ShareGroupInfo summarizes one share group (KIP-932): the share
+// coordinator's state, which the group coordinator's Groups leaves out.
+type ShareGroupInfo struct {
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Epoch   int32  `json:"epoch"`
+	Members int    `json:"members"`
+	// Partitions: the share partitions the group has state for, sorted
+	// by topic and partition.
+	Partitions []SharePartitionInfo `json:"partitions"`
+}
+
+// SharePartitionInfo is one share partition of a share group: its start
+// and end offsets and the records between them by state. Every record
+// below StartOffset is acknowledged or archived; EndOffset is the next
+// offset never acquired. The records in flight are no Kafka API's
+// answer: they are only here and in the
+// sluice_share_group_records_in_flight gauge.
+type SharePartitionInfo struct {
+	Topic        string `json:"topic"` // "" when the topic no longer exists
+	TopicID      string `json:"topic_id"`
+	Partition    int32  `json:"partition"`
+	StartOffset  int64  `json:"start_offset"`
+	EndOffset    int64  `json:"end_offset"`
+	Available    int    `json:"available"`    // may be acquired
+	Acquired     int    `json:"acquired"`     // delivered to a consumer, not yet acknowledged
+	Acknowledged int    `json:"acknowledged"` // accepted above the start offset
+	Archived     int    `json:"archived"`     // rejected or out of delivery attempts, above the start offset
+}
+
+// ShareGroups summarizes every share group, sorted by id, with each
+// share partition's offsets and records in flight by state. It is empty
+// before Start.
+func (b *Broker) ShareGroups() []ShareGroupInfo {
+	sc := b.shareCoordinator()
+	if sc == nil {
+		return nil
+	}
+	sums := sc.Summaries()
+	out := make([]ShareGroupInfo, 0, len(sums))
+	for _, s := range sums {
+		gi := ShareGroupInfo{ID: s.ID, State: s.State, Epoch: s.Epoch, Members: len(s.Members),
+			Partitions: make([]SharePartitionInfo, 0, len(s.Parts))}
+		for _, p := range s.Parts {
+			sp := SharePartitionInfo{TopicID: uuidString(p.TP.Topic), Partition: p.TP.Partition,
+				StartOffset: p.Start, EndOffset: p.End,
+				Available: p.Available, Acquired: p.Acquired, Acknowledged: p.Acknowledged, Archived: p.Archived}
+			if t := b.lookupID(p.TP.Topic); t != nil {
+				sp.Topic = t.name
+			}
+			gi.Partitions = append(gi.Partitions, sp)
+		}
+		slices.SortFunc(gi.Partitions, func(x, y SharePartitionInfo) int {
+			if c := strings.Compare(x.Topic, y.Topic); c != 0 {
+				return c
+			}
+			if c := strings.Compare(x.TopicID, y.TopicID); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.Partition, y.Partition)
+		})
 		out = append(out, gi)
 	}
 	return out

@@ -574,3 +574,68 @@ func TestShareGroupOffsetAdmin(t *testing.T) {
 		t.Fatalf("share partitions left after the delete: %+v", s.Parts)
 	}
 }
+
+// TestShareGroupsInspect: ShareGroups reports each share partition's
+// offsets and records in flight by state as a kgo share consumer left
+// them, with the topic's name and id.
+func TestShareGroupsInspect(t *testing.T) {
+	tb := startTest(t, shareOpts(ShareGroupSettings{RecordLockDuration: time.Minute}))
+	if got := tb.b.ShareGroups(); len(got) != 0 {
+		t.Fatalf("ShareGroups before any share group = %+v", got)
+	}
+	if err := tb.b.CreateTopic(t.Context(), "q", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	// One batch of five: one share fetch acquires them all.
+	pr := tb.client(kgo.ProducerLinger(time.Minute))
+	ctx := t.Context()
+	errs := make(chan error, 5)
+	for i := range 5 {
+		pr.Produce(ctx, &kgo.Record{Topic: "q", Value: fmt.Appendf(nil, "%d", i)}, func(_ *kgo.Record, err error) { errs <- err })
+	}
+	if err := pr.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := shareClient(t, tb, "sg", "q", kgo.ShareMaxRecords(5), kgo.ShareMaxRecordsStrict())
+	var got []*kgo.Record
+	for len(got) == 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got = fs.Records()
+	}
+	if len(got) != 5 {
+		t.Fatalf("the first share fetch acquired %d records, want the batch of 5", len(got))
+	}
+	for _, r := range got {
+		switch r.Offset {
+		case 1:
+			r.Ack(kgo.AckReject)
+		case 2:
+			r.Ack(kgo.AckAccept)
+		case 3:
+			r.Ack(kgo.AckRelease)
+		}
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ti, _ := tb.b.Topic("q")
+	// 0 and 4 acquired, 1 archived, 2 acknowledged, 3 available.
+	want := SharePartitionInfo{Topic: "q", TopicID: ti.ID, Partition: 0, StartOffset: 0, EndOffset: 5,
+		Available: 1, Acquired: 2, Acknowledged: 1, Archived: 1}
+	var gs []ShareGroupInfo
+	WaitFor(t, "the acknowledgements to be applied", func() bool {
+		gs = tb.b.ShareGroups()
+		return len(gs) == 1 && len(gs[0].Partitions) == 1 && gs[0].Partitions[0] == want
+	})
+	if g := gs[0]; g.ID != "sg" || g.Members != 1 || g.Epoch < 1 || g.State != "Stable" {
+		t.Errorf("share group = %+v", g)
+	}
+}

@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -130,5 +132,120 @@ func TestHangingTransactionFoundAndAborted(t *testing.T) {
 				return
 			}
 		}
+	}
+}
+
+// TestHangingTransactionBesideLiveOne: one producer id has transactions
+// open on two partitions, and the coordinator's live transaction of
+// that producer id includes only the first. The coordinator's state is
+// rolled back to a copy taken when the transactional id had its producer
+// id and no transaction; the producer, restarted, gets the same producer
+// id and epoch it wrote orders/1 with, and opens a transaction on
+// orders/0. sluice txn find-hanging reports orders/1, which nothing
+// will end, and not orders/0, though both are open under the same
+// producer id and epoch.
+func TestHangingTransactionBesideLiveOne(t *testing.T) {
+	n := startNode(t)
+	ctx := ctxT(t, 2*time.Minute)
+	const topic = "orders"
+	createTopic(t, n, topic, 2)
+	seed := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.addr)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	txnClient := func() *kgo.Client {
+		return seed(kgo.TransactionalID("t1"), kgo.TransactionTimeout(5*time.Minute), kgo.DefaultProduceTopic(topic),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+
+	// The transactional id gets its producer id, at epoch 0, and no
+	// transaction; keep a copy of the coordinator's state as it is.
+	admin := seed()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = kmsg.StringPtr("t1")
+	req.TransactionTimeoutMillis = 300000
+	resp, err := req.RequestWith(ctx, admin)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("InitProducerID: %v %+v", err, resp)
+	}
+	pid := resp.ProducerID
+	admin.Close()
+	n.stop()
+	txnDir, saved := filepath.Join(n.dir, "transactions"), t.TempDir()
+	if err := os.CopyFS(saved, os.DirFS(txnDir)); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+
+	// The producer, at epoch 1, writes to orders/1 and never ends its
+	// transaction.
+	first := txnClient()
+	if err := first.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("never-ended")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // no EndTxn
+
+	// The coordinator's state goes back to the copy: the transaction on
+	// orders/1 is forgotten (at epoch 0 the state does not match the
+	// records' epoch 1, so recovery does not add the partition back).
+	n.stop()
+	if err := os.RemoveAll(txnDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(txnDir, os.DirFS(saved)); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+
+	// The producer again: the same producer id, at epoch 1 again, with a
+	// live transaction on orders/0.
+	second := txnClient()
+	defer second.Close()
+	if err := second.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("live")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	adm := kadm.NewClient(seed())
+	defer adm.Close()
+	ds, err := adm.DescribeTransactions(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ds["t1"]
+	if d.Err != nil || d.ProducerID != pid || d.State != "Ongoing" || fmt.Sprint(d.Topics.Sorted()) != fmt.Sprint(kadm.TopicsSet{topic: {0: {}}}.Sorted()) {
+		t.Fatalf("DescribeTransactions t1 = %+v (topics %v), want producer id %d Ongoing on %s/0 only", d, d.Topics.Sorted(), pid, topic)
+	}
+	dps, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[int32]int64{}
+	dps.EachProducer(func(p kadm.DescribedProducer) {
+		if p.ProducerID == pid && p.CurrentTxnStartOffset >= 0 {
+			open[p.Partition] = p.CurrentTxnStartOffset
+		}
+	})
+	if len(open) != 2 || open[0] != 0 || open[1] != 0 {
+		t.Fatalf("transactions of producer id %d open at %v, want on both partitions from offset 0", pid, open)
+	}
+
+	out := runDocCommands(t, n, "go run ./cmd/sluice txn find-hanging --topic "+topic+" --max-transaction-timeout 0s -b 127.0.0.1:9092")
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 6 && f[0] == topic {
+			rows = append(rows, f[0]+"/"+f[1]+" pid "+f[2]+" from "+f[4])
+		}
+	}
+	if want := fmt.Sprintf("%s/1 pid %d from 0", topic, pid); len(rows) != 1 || rows[0] != want {
+		t.Errorf("find-hanging listed %q, want only %q:\n%s", rows, want, out)
 	}
 }

@@ -33,9 +33,8 @@ package console
 //	message browser                     READ on the topic
 //	groups list, group                  DESCRIBE on the group; its offsets and lag
 //	                                     (a share group's partitions) only for
-//	                                     topics with DESCRIBE; a share group's
-//	                                     records in flight only with DESCRIBE on
-//	                                     every topic they cover
+//	                                     topics with DESCRIBE (a share
+//	                                     partition's records in flight with it)
 //	create topic                        CREATE on the cluster or on the topic
 //	delete topic                        DELETE on the topic
 //	reset group offsets                 READ on the group and on the topic

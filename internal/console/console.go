@@ -3,12 +3,12 @@
 // probes, and the JSON API under /api/v1/ that the console pages use.
 //
 // The console reads the broker through its read-only monitoring view
-// (broker.Info, Topics, Groups, Stats) and, for what Kafka clients see
-// (records, group members, share groups), through a Kafka client
-// speaking the Kafka protocol to the broker, so it shows what a client
-// would; a share group's records in flight by state, which no Kafka API
-// answers, come from the broker's gauge in Config.Gatherer
-// (sharegroups.go). Mutations
+// (broker.Info, Topics, Groups, ShareGroups, Stats) and, for what Kafka
+// clients see (records, group members, share groups), through a Kafka
+// client speaking the Kafka protocol to the broker, so it shows what a
+// client would; a share partition's records in flight by state, which no
+// Kafka API answers, come from broker.ShareGroups (sharegroups.go).
+// Mutations
 // (create and delete topics, reset group offsets) are off unless
 // Config.Admin is set and go through the same Kafka requests a client
 // sends (CreateTopics, DeleteTopics, OffsetCommit).
@@ -77,8 +77,7 @@ type Config struct {
 	// Broker is the started broker to show. Required.
 	Broker *broker.Broker
 	// Gatherer serves /metrics: the registry given to the broker's
-	// broker.Registerer option. Nil: prometheus.DefaultGatherer. A share
-	// group's records in flight by state are read from it too.
+	// broker.Registerer option. Nil: prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 	// Admin enables mutations (create/delete topic, reset offsets).
 	Admin bool

@@ -11,14 +11,12 @@ package console
 // describe` shows); the end offset is the partition's high watermark
 // from the monitoring view, as ListOffsets would answer. The records
 // in flight by state (available, acquired, acknowledged, archived) are
-// no Kafka API's answer: they come from the broker's
-// sluice_share_group_records_in_flight gauge, read through
-// Config.Gatherer, summed over the group's share partitions.
+// no Kafka API's answer: they come from the broker's monitoring view,
+// broker.ShareGroups, per share partition.
 //
 // Access as for the other groups: DESCRIBE on the group; partitions of
-// topics the user may not DESCRIBE are left out, and their lag with
-// them; the records in flight, a sum over every topic, are then
-// withheld.
+// topics the user may not DESCRIBE are left out, with their lag and
+// their records in flight.
 
 import (
 	"context"
@@ -48,11 +46,6 @@ type shareGroupInfo struct {
 	Lag             int64  `json:"lag"` // over the partitions shown
 	// Partitions: the share partitions the group has state for, sorted.
 	Partitions []sharePartitionInfo `json:"partitions"`
-	// Records in flight by state over the group's share partitions; nil
-	// when the broker's metrics are not in Config.Gatherer, or when the
-	// user may not see every topic the sum covers (RecordsHidden).
-	Records       *shareRecords `json:"records,omitempty"`
-	RecordsHidden bool          `json:"records_hidden,omitempty"`
 }
 
 // sharePartitionInfo is one share partition of a share group.
@@ -63,10 +56,13 @@ type sharePartitionInfo struct {
 	EndOffset   int64  `json:"end_offset"`   // the partition's high watermark; -1 when it no longer exists
 	Lag         int64  `json:"lag"`          // records not yet accepted or archived; -1 unknown
 	Error       string `json:"error,omitempty"`
+	// Records in flight by state, from the broker's share coordinator
+	// (zero where it has no state for the partition).
+	Records shareRecords `json:"records"`
 }
 
-// shareRecords are a share group's records between its share-partition
-// start and end offsets, by state.
+// shareRecords are a share partition's records between its start offset
+// and its end offset (the next offset never acquired), by state.
 type shareRecords struct {
 	Available    int64 `json:"available"`
 	Acquired     int64 `json:"acquired"`
@@ -90,9 +86,9 @@ func (s *Server) shareGroupIDs(ctx context.Context, r *http.Request) ([]string, 
 }
 
 // shareGroups describes share groups ids (which the user may DESCRIBE)
-// with their partitions (and with records, their records in flight), and
-// the members of each; a group that does not exist (any more) is left
-// out.
+// with their partitions (and with records, each partition's records in
+// flight), and the members of each; a group that does not exist (any
+// more) is left out.
 func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string, records bool) ([]shareGroupInfo, map[string][]memberInfo, error) {
 	if len(ids) == 0 {
 		return nil, nil, nil
@@ -104,6 +100,10 @@ func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string,
 	offsets, err := s.adm.DescribeShareGroupOffsets(ctx, ids...)
 	if err != nil {
 		return nil, nil, err
+	}
+	var states map[shareKey]shareRecords
+	if records {
+		states = shareRecordStates(s.b.ShareGroups())
 	}
 	var gs []shareGroupInfo
 	members := map[string][]memberInfo{}
@@ -130,7 +130,6 @@ func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string,
 		}
 		for topic, ps := range o.Offsets {
 			if !s.may(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic) {
-				g.RecordsHidden = true
 				continue
 			}
 			ti, seen := topics[topic]
@@ -148,6 +147,7 @@ func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string,
 				if so.Err != nil {
 					sp.Error = so.Err.Error()
 				}
+				sp.Records = states[shareKey{id, topic, p}]
 				if sp.Lag > 0 {
 					g.Lag += sp.Lag
 				}
@@ -162,53 +162,26 @@ func (s *Server) shareGroups(ctx context.Context, r *http.Request, ids []string,
 		})
 		gs = append(gs, g)
 	}
-	if records && len(gs) > 0 {
-		states := s.shareRecordStates()
-		for i := range gs {
-			if rs, ok := states[gs[i].ID]; ok && !gs[i].RecordsHidden {
-				gs[i].Records = &rs
-			}
-		}
-	}
 	return gs, members, nil
 }
 
-// shareRecordStates reads the broker's share-group in-flight gauge from
-// the console's Gatherer, by group; empty when it is not there.
-func (s *Server) shareRecordStates() map[string]shareRecords {
-	out := map[string]shareRecords{}
-	mfs, err := s.cfg.Gatherer.Gather()
-	if err != nil && len(mfs) == 0 {
-		s.log.Warn("console: gather metrics for share groups", "err", err)
-		return out
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "sluice_share_group_records_in_flight" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			var group, state string
-			for _, l := range m.GetLabel() {
-				switch l.GetName() {
-				case "group":
-					group = l.GetValue()
-				case "state":
-					state = l.GetValue()
-				}
+// shareKey names one share partition of one share group.
+type shareKey struct {
+	group, topic string
+	partition    int32
+}
+
+// shareRecordStates indexes the broker's share partitions' records in
+// flight; partitions of deleted topics are left out.
+func shareRecordStates(gs []broker.ShareGroupInfo) map[shareKey]shareRecords {
+	out := map[shareKey]shareRecords{}
+	for _, g := range gs {
+		for _, p := range g.Partitions {
+			if p.Topic == "" {
+				continue
 			}
-			rs := out[group]
-			v := int64(m.GetGauge().GetValue())
-			switch state {
-			case "available":
-				rs.Available = v
-			case "acquired":
-				rs.Acquired = v
-			case "acknowledged":
-				rs.Acknowledged = v
-			case "archived":
-				rs.Archived = v
-			}
-			out[group] = rs
+			out[shareKey{g.ID, p.Topic, p.Partition}] = shareRecords{Available: int64(p.Available), Acquired: int64(p.Acquired),
+				Acknowledged: int64(p.Acknowledged), Archived: int64(p.Archived)}
 		}
 	}
 	return out

@@ -504,8 +504,8 @@ function assignedTags(assigned) {
 
 // shareGroupPage shows a share group (KIP-932): its members and, per
 // share partition, the start offset (below it every record is accepted
-// or archived), the end offset and the lag; and the group's records in
-// flight by state.
+// or archived), the end offset, the lag and the records in flight by
+// state.
 async function shareGroupPage(main, id, first) {
   const cards = el("div", { class: "cards", id: "group-cards" });
   const members = el("div", { id: "members" });
@@ -524,20 +524,10 @@ async function shareGroupPage(main, id, first) {
       el("a", { href: "#/topics/" + encodeURIComponent(p.topic) }, p.topic), num(p.partition), num(p.start_offset < 0 ? "–" : p.start_offset),
       num(p.end_offset < 0 ? "deleted" : p.end_offset), el("td", { class: "num" + (p.lag > 0 ? " lag-high" : "") }, p.lag < 0 ? "–" : p.lag.toLocaleString("en-US")),
       p.error ? el("span", { class: "err" }, p.error) : "ok")), { id: "share-partitions-table" }));
-    const r = g.records;
-    if (!r) {
-      records.replaceChildren(el("p", { class: "muted" }, g.records_hidden
-        ? "Hidden: the counts cover topics your user may not describe."
-        : "Not available: the broker's metrics are not registered with the console."));
-      return;
-    }
-    records.replaceChildren(table(["State", "#Records", "Meaning"], [
-      row("acquired", num(r.acquired), "delivered to a member, locked until it acknowledges or the lock expires"),
-      row("available", num(r.available), "released, or their lock expired: the next fetch can acquire them"),
-      row("acknowledged", num(r.acknowledged), "accepted, above records still in flight"),
-      row("archived", num(r.archived), "rejected or past the delivery limit: never delivered again"),
-    ], { id: "share-records-table" }),
-    el("p", { class: "muted" }, "Between the share partitions' start offsets and the offsets delivered so far, over every share partition of the group."));
+    records.replaceChildren(table(["Topic", "#Partition", "#Acquired", "#Available", "#Acknowledged", "#Archived"], g.partitions.map((p) => row(
+      p.topic, num(p.partition), num(p.records.acquired), num(p.records.available), num(p.records.acknowledged), num(p.records.archived))), { id: "share-records-table" }),
+    el("p", { class: "muted" }, "Between each share partition's start offset and the next offset never acquired. Acquired: delivered to a member, locked until it acknowledges or the lock expires. " +
+      "Available: released, or their lock expired: the next fetch can acquire them. Acknowledged: accepted, above records still in flight. Archived: rejected or past the delivery limit: never delivered again."));
   };
   render(first);
   every(refreshMs(), async () => render(await api("groups/" + encodeURIComponent(id))));
