@@ -22,7 +22,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,7 +90,7 @@ func main() {
 		{"sluice-console", func(_, dir string, port int) *exec.Cmd {
 			// The default configuration: console, metrics and the schema
 			// registry on (on a free port instead of the default 9644).
-			hp, err := freePort()
+			hp, err := bench.FreePort()
 			if err != nil {
 				hp = port + 1
 			}
@@ -154,7 +153,7 @@ func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (
 		return bench.Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return bench.Result{}, err
 	}
@@ -175,7 +174,7 @@ func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (
 		}
 	}()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := waitListening(addr, 20*time.Second); err != nil {
+	if err := bench.WaitListening(addr, 20*time.Second); err != nil {
 		return bench.Result{}, err
 	}
 	if w.run != nil {
@@ -200,30 +199,6 @@ func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (
 		}
 	}
 	return res, errors.New("no JSON summary in the output")
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitListening(addr string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("broker not listening on %s: %w", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func median(rs []bench.Result, f func(bench.Result) float64) float64 {

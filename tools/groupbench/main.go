@@ -32,7 +32,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,7 +224,7 @@ func runOne(k brokerKind, protocol string, n int, partitions int32, heartbeat, l
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		return res, err
 	}
@@ -245,7 +244,7 @@ func runOne(k brokerKind, protocol string, n int, partitions int32, heartbeat, l
 		}
 	}()
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := waitListening(addr, 20*time.Second); err != nil {
+	if err := bench.WaitListening(addr, 20*time.Second); err != nil {
 		return res, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -350,28 +349,4 @@ func runOne(k brokerKind, protocol string, n int, partitions int32, heartbeat, l
 	}
 	res.leaveCPU = cpu2.CPU - cpu1.CPU
 	return res, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitListening(addr string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("broker not listening on %s: %w", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
