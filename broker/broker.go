@@ -141,6 +141,14 @@ type Broker struct {
 	stop      context.CancelFunc // cancels stopCtx: wakes long polls and blocked handlers
 	wg        sync.WaitGroup     // the accept goroutine, connection goroutines and preparers of new partitions (prepareParts)
 
+	// The maker goroutine (makeFiles): the partitions whose files it is
+	// to make, whether it runs, and whether Close stopped it.
+	makeMu      sync.Mutex
+	makeQueue   []*partition.Partition
+	makeRunning bool
+	makeStopped bool
+	makeWG      sync.WaitGroup
+
 	startOnce sync.Once
 	listening bool // set by Start (under startOnce and mu)
 	closeOnce sync.Once
@@ -535,6 +543,7 @@ func (b *Broker) Close() error {
 		// The coordinators' logs write through the WAL too: if one did
 		// not fsync at close, the WAL still holds its acknowledged records.
 		coordClean := len(errs) == 0
+		b.stopMaker()
 		perr := b.closePartitions()
 		errs = append(errs, perr, b.closeWAL(perr == nil && coordClean && !b.walKeep))
 		<-b.monitorDone

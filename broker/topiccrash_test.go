@@ -3,11 +3,15 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 	"github.com/sluicedb/sluice/internal/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // topicStep is one step of the topic lifecycle crash test and the topics
@@ -93,14 +97,24 @@ func TestTopicLifecycleCrashAtEveryBoundary(t *testing.T) {
 				}
 			}
 		}
-		rb.Close()
 		sort.Strings(missing)
 		if got != states[acked] && (acked+1 >= len(states) || got != states[acked+1]) {
 			t.Fatalf("cut before op %d after %d acknowledged steps: topics %s, want %s or the next step's", n, acked, got, states[acked])
 		}
-		if len(missing) > 0 {
-			t.Fatalf("cut before op %d: partitions without a directory: %v", n, missing)
+		// A partition's directory is made by its preparation or its
+		// first write; one that has none after the restart must hold
+		// nothing (no step writes records) and is opened as new.
+		for _, dir := range missing {
+			var idx int32
+			topic, i, _ := strings.Cut(strings.TrimPrefix(dir, "/data/topics/"), "/")
+			if _, err := fmt.Sscan(i, &idx); err != nil {
+				t.Fatal(err)
+			}
+			if p := rb.partition(topic, idx); p == nil || p.NextOffset() != 0 {
+				t.Fatalf("cut before op %d: partition %s has no directory but holds records", n, dir)
+			}
 		}
+		rb.Close()
 	}
 }
 
@@ -129,5 +143,70 @@ func TestCreatedPartitionsPreparedDurably(t *testing.T) {
 			t.Fatalf("after a power cut %d of 8 new partitions have their segment file; want all once prepared", segs(fs.CrashClone(vfs.CrashOptions{})))
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestNewPartitionFilesMadeByFirstWrite checks a large topic's partitions
+// with the WAL on: none makes a file until it is written; a written one
+// makes its directory and segment off the request path, and its records
+// survive a power cut right after the acknowledgement (the WAL replays
+// them into the partition, which has no directory yet) and a clean
+// restart; the others stay without files and take writes after both.
+func TestNewPartitionFilesMadeByFirstWrite(t *testing.T) {
+	const parts = 40 // at least preparedInline: not prepared at the create
+	fs := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(fs))
+	if err := b.CreateTopic(context.Background(), "t", parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	dirs := func(m *vfs.MemFS) []int {
+		var have []int
+		for i := range parts {
+			if _, err := m.Stat(fmt.Sprintf("/data/topics/t/%d", i)); err == nil {
+				have = append(have, i)
+			}
+		}
+		return have
+	}
+	if d := dirs(fs); len(d) != 0 {
+		t.Fatalf("partitions %v have a directory before any write", d)
+	}
+	c := dialRaw(t, b.Addr())
+	rec := func(ts int64) []byte {
+		return storagetest.Build(storagetest.Spec{Records: 3, ValueSize: 100, Timestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	}
+	if code, msg := produceTo(c, "t", 7, rec(1000)); code != 0 {
+		t.Fatalf("produce: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	// A power cut right after the acknowledgement.
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.Equal(dirs(fs), []int{7}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions with a directory: %v; want [7] once its first write is made", dirs(fs))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.nc.Close()
+	b.Close()
+	for name, m := range map[string]*vfs.MemFS{"power cut": crashed, "clean restart": fs} {
+		rb := newBroker(t, "/data", withFS(m))
+		if p := rb.partition("t", 7); p == nil || p.NextOffset() != 3 {
+			t.Fatalf("%s: partition 7 lost its acknowledged records", name)
+		}
+		rc := dialRaw(t, rb.Addr())
+		for _, i := range []int32{7, 0, parts - 1} {
+			if code, msg := produceTo(rc, "t", i, rec(2000)); code != 0 {
+				t.Fatalf("%s: produce to %d: %v %s", name, i, kerr.ErrorForCode(code), msg)
+			}
+		}
+		if p := rb.partition("t", 7); p.NextOffset() != 6 {
+			t.Fatalf("%s: partition 7 next offset %d, want 6", name, p.NextOffset())
+		}
+		rc.nc.Close()
+		rb.Close()
+		if p := dirs(m); slices.Contains(p, 3) {
+			t.Fatalf("%s: partition 3, never written, has a directory", name)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/acceptor"
 	"github.com/sluicedb/sluice/internal/meta"
@@ -147,8 +148,11 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 	log := b.componentLogger("partition").With("topic", t.name, "partition", i)
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
+	var pt *pendingTarget
 	if b.wal != nil {
 		scfg.WriteBehind = segmentWriteBehind
+		pt = new(pendingTarget)
+		scfg.OnPending = func() { b.pendingWrite(pt) }
 	}
 	key := wal.Key{Topic: t.id, Partition: i}
 	var pwal acceptor.WAL
@@ -183,7 +187,112 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 		}
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	if pt != nil {
+		pt.p.Store(p)
+		if pt.want.Load() { // written while it opened (the WAL's replay)
+			b.makeFiles(p)
+		}
+	}
 	return p, nil
+}
+
+// pendingTarget is a partition whose log calls storage.Config.OnPending:
+// p is set once the partition is open; want records a call before.
+type pendingTarget struct {
+	p    atomic.Pointer[partition.Partition]
+	want atomic.Bool
+}
+
+// pendingWrite is a new partition's storage.Config.OnPending: its first
+// bytes are in memory because its files are not made yet (the broker
+// has a WAL, which made them durable), so they are made now, on the
+// maker goroutine.
+func (b *Broker) pendingWrite(pt *pendingTarget) {
+	pt.want.Store(true)
+	if p := pt.p.Load(); p != nil {
+		b.makeFiles(p)
+	}
+}
+
+// makeFiles queues p for the maker goroutine, which makes the
+// directories and first segment files of the partitions queued
+// (partition.Prepare) and then their directory entries durable with one
+// vfs.SyncDirs, batch after batch, starting when something is queued
+// and ending when nothing is. After the broker starts closing nothing is
+// queued: a partition's Sync or Close makes its files.
+func (b *Broker) makeFiles(p *partition.Partition) {
+	b.makeMu.Lock()
+	defer b.makeMu.Unlock()
+	if b.makeStopped {
+		return
+	}
+	b.makeQueue = append(b.makeQueue, p)
+	if b.makeRunning {
+		return
+	}
+	b.makeRunning = true
+	b.makeWG.Add(1)
+	go b.maker()
+}
+
+// maker is makeFiles' goroutine.
+func (b *Broker) maker() {
+	defer b.makeWG.Done()
+	for {
+		b.makeMu.Lock()
+		batch := b.makeQueue
+		b.makeQueue = nil
+		if len(batch) == 0 || b.makeStopped {
+			b.makeRunning = false
+			b.makeMu.Unlock()
+			return
+		}
+		b.makeMu.Unlock()
+		b.prepareBatch(batch)
+	}
+}
+
+// stopMaker stops the maker goroutine and waits for it (Close).
+func (b *Broker) stopMaker() {
+	b.makeMu.Lock()
+	b.makeStopped = true
+	b.makeQueue = nil
+	b.makeMu.Unlock()
+	b.makeWG.Wait()
+}
+
+// prepareBatch makes the files of the partitions in batch, which may
+// belong to several topics, and syncs their directory entries with
+// their topics' directories.
+func (b *Broker) prepareBatch(batch []*partition.Partition) {
+	var dirs []string
+	var made []*partition.Partition
+	topics := map[string]bool{}
+	for _, p := range batch {
+		if b.closing.Load() {
+			return
+		}
+		if err := p.Prepare(); err != nil {
+			b.cfg.logger.Warn("making a new partition's files failed; its first sync tries again", "topic", p.Topic(), "partition", p.Index(), "err", err)
+			continue
+		}
+		dirs = append(dirs, p.Dir())
+		made = append(made, p)
+		if !topics[p.Topic()] {
+			topics[p.Topic()] = true
+			dirs = append(dirs, b.layout.TopicDir(p.Topic()))
+		}
+	}
+	if len(made) == 0 || b.closing.Load() {
+		return
+	}
+	if err := vfs.SyncDirs(b.fs, dirs); err != nil {
+		b.cfg.logger.Debug("syncing new partitions' directories failed", "err", err)
+		return
+	}
+	for _, p := range made {
+		p.DirsSynced()
+	}
 }
 
 // prepareParts makes the directories and first segment files of the
@@ -192,14 +301,23 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 // topic directory), so that the first write to each partition finds its
 // files made and synced into place. A topic of fewer than
 // preparedInline partitions is prepared before the create is answered
-// (a few fsyncs); a larger one on a goroutine of its own after it, so
-// that creating it writes only its topic.json. That goroutine stops when
+// (a few fsyncs). A larger one, with the WAL on, is not prepared: each
+// partition's first appends stay in memory until the maker makes its
+// files (makeFiles), so that one never written makes none. Without the
+// WAL a larger one is prepared on a goroutine of its own after the
+// create, so that creating it writes only its topic.json. That goroutine stops when
 // the broker closes; a partition it has not reached makes its files at
 // its first write and syncs their entries at its first Sync (and
 // deleteTopic makes them before moving the directory away).
 func (b *Broker) prepareParts(topic string, parts []*partition.Partition) {
 	if len(parts) < preparedInline {
 		b.prepare(topic, parts)
+		return
+	}
+	if b.wal != nil {
+		// With the WAL, a partition's first writes stay in memory until
+		// the maker makes its files (makeFiles): one never written makes
+		// none.
 		return
 	}
 	b.wg.Add(1)

@@ -15,6 +15,8 @@ type runState struct {
 	a   *Acceptor
 	cfg *Config
 
+	made bool // the log's files exist (alone)
+
 	next    int64 // the offset the next append gets
 	written int64 // every offset below it has been written to the log
 	synced  int64 // every offset below it has been fsynced (the segment, or the WAL)
@@ -538,13 +540,31 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 	}
 }
 
+// alone reports whether the partition writes alone (wal.Handle.Alone)
+// and so fsyncs its segment directly. A new log whose first bytes are
+// still in memory (storage.Log.Pending: its file is being made off the
+// request path) stays on the WAL: fsyncing the segment would make its
+// file and sync its directories in the acknowledgement's way.
+func (r *runState) alone() bool {
+	if !r.cfg.WAL.Alone() {
+		return false
+	}
+	if !r.made {
+		if p, ok := r.a.log.(interface{ Pending() bool }); ok && p.Pending() {
+			return false
+		}
+		r.made = true
+	}
+	return true
+}
+
 // toWAL hands the bytes just written to the log (offsets first up to
 // end) to the WAL, while the cycle stays small and other partitions
 // write too; a large cycle, or one of a partition writing alone, is
 // fsynced in the segment directly, which covers every earlier byte of
 // the file too.
 func (r *runState) toWAL(first, end int64, b []byte) {
-	if r.direct || r.syncBytes+len(b) > r.cfg.WALMaxCycle || r.cfg.WAL.Alone() {
+	if r.direct || r.syncBytes+len(b) > r.cfg.WALMaxCycle || r.alone() {
 		r.direct = true
 		return
 	}
@@ -597,7 +617,7 @@ func (r *runState) startAsync() {
 // coalesced, and the cycle stays small and goes to the WAL.
 func (r *runState) inlineOK(n int) bool {
 	return r.failed == nil && len(r.pending) == 0 && !r.direct && !r.cfg.NoCoalesce &&
-		r.syncBytes+n <= r.cfg.WALMaxCycle && !r.cfg.WAL.Alone()
+		r.syncBytes+n <= r.cfg.WALMaxCycle && !r.alone()
 }
 
 // walSynced ends an asynchronous WAL sync (startAsync), on the WAL's

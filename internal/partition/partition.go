@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -106,15 +107,24 @@ func Open(cfg Config) (*Partition, error) {
 	// past the first offset of the oldest one).
 	txns := p.txns
 	scfg.RetainFrom = func() int64 { return txns.lso(math.MaxInt64) }
+	create := cfg.Create
+	if !create {
+		// A partition of a large topic gets its directory with its first
+		// write (storage.Create, lazyFile); one never written has none,
+		// and nothing to recover: it is opened as new, making no files.
+		if _, err := cfg.FS.Stat(cfg.Dir); errors.Is(err, os.ErrNotExist) {
+			create = true
+		}
+	}
 	open := storage.Open
-	if cfg.Create {
+	if create {
 		open = storage.Create
 	}
 	l, err := open(cfg.FS, cfg.Dir, scfg)
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s/%d: %w", cfg.Topic, cfg.Index, err)
 	}
-	if r := l.Recovery(); !cfg.Create {
+	if r := l.Recovery(); !create {
 		lg.Debug("partition recovered", "report", fmt.Sprintf("%+v", r))
 	}
 	if cfg.Replay != nil {
@@ -125,7 +135,7 @@ func Open(cfg Config) (*Partition, error) {
 	}
 	p.log = l
 	from, fromSnapshot := l.StartOffset(), false
-	if !cfg.Create {
+	if !create {
 		from, fromSnapshot = p.loadSnapshot(l.StartOffset(), l.NextOffset(), p.pids, p.txns)
 	}
 	if err := rebuildState(l, from, p.pids, p.txns); err != nil {

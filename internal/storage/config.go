@@ -31,7 +31,13 @@ type Config struct {
 	// elsewhere before it is acknowledged (the broker's shared
 	// write-ahead log, which replays them). 0 (the default): off.
 	WriteBehind int
-	Now         func() time.Time
+	// OnPending, for a log made by Create with WriteBehind on, is called
+	// once, on the first append that its first segment keeps in memory
+	// because the segment's file is not made yet: the caller should call
+	// Log.Prepare soon, on a goroutine of its own (it is called on the
+	// appending one, with no lock of the log held).
+	OnPending func()
+	Now       func() time.Time
 	// RetainFrom, if set, returns an offset retention must keep: a
 	// segment is removed only when every offset in it is below
 	// RetainFrom() (the partition's last stable offset, so that an open

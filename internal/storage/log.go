@@ -195,6 +195,9 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	if int64(len(buf)) > maxSegmentBytes {
 		return fmt.Errorf("%w: %d bytes is more than a segment can hold", ErrBadAppend, len(buf))
 	}
+	if l.lazy != nil && l.lazy.made() == nil {
+		l.lazy.notify() // the first write: its files are wanted (Config.OnPending)
+	}
 	next := l.writerActive().next
 	l.hdrs = l.hdrs[:0]
 	var at int64 // position of the next batch in buf
@@ -339,6 +342,11 @@ func (l *Log) syncDir() error {
 	return nil
 }
 
+// Pending reports whether the log is one made by Create whose first
+// segment's file is not made yet (its first bytes, if any, are in
+// memory; see Config.OnPending).
+func (l *Log) Pending() bool { return l.lazy != nil && l.lazy.made() == nil }
+
 // Prepare makes the directory and first segment file of a log made by
 // Create, if they do not exist yet, without syncing them (see Create).
 // It may run on any goroutine; a log made by Open has nothing to do.
@@ -381,6 +389,9 @@ func (l *Log) Preallocate() error {
 	}
 	if err := l.checkWritable(); err != nil {
 		return err
+	}
+	if l.lazy != nil && l.lazy.made() == nil {
+		return nil // a new log's first bytes kept until its file is made (lazyFile)
 	}
 	a := l.writerActive()
 	// As far ahead as the segment already holds, so that a partition
@@ -503,6 +514,9 @@ func (l *Log) Close() error {
 // the checkpoint that lets the next Open skip scanning it.
 func (l *Log) writeCleanShutdown() error {
 	a := l.active()
+	if l.lazy != nil && l.lazy.made() == nil && a.size == 0 {
+		return nil // a new log never written: Open makes it again, empty
+	}
 	if err := l.trimAlloc(a); err != nil {
 		return fmt.Errorf("storage: close: %w", err)
 	}

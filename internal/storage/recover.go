@@ -315,6 +315,9 @@ func Create(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	}
 	l := &Log{fs: fs, dir: dir, cfg: cfg}
 	l.lazy = &lazyFile{fs: fs, dir: dir, path: filepath.Join(dir, segmentName(0)+logSuffix)}
+	if cfg.WriteBehind > 0 {
+		l.lazy.pendMax, l.lazy.onPending = pendMax, cfg.OnPending
+	}
 	var f vfs.File = l.lazy
 	if cfg.WriteBehind > 0 {
 		f = newTailFile(f, 0, cfg.WriteBehind)

@@ -1,0 +1,132 @@
+package storage
+
+import (
+	"bytes"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicedb/sluice/internal/vfs"
+)
+
+// TestCreateKeepsFirstBytesUntilPrepare checks a log made by Create with
+// write-behind on: its appends stay in memory (readable, no directory
+// made) and OnPending is called once, on the first append; Prepare then
+// makes the directory and segment holding them; a Sync and a reopen keep
+// them.
+func TestCreateKeepsFirstBytesUntilPrepare(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	cfg := Config{WriteBehind: 4 << 10, OnPending: func() { calls.Add(1) }}
+	l, err := Create(fs, "/t/0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Pending() {
+		t.Fatal("a created log reports its file made before any write")
+	}
+	a := newAppender(t, l)
+	for i := range 20 { // 20 × ~1.1 KiB: past the 4 KiB tail, within pendMax
+		a.add(1, 1000, int64(i))
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("OnPending called %d times, want 1", n)
+	}
+	if _, err := fs.Stat("/t/0"); err == nil {
+		t.Fatal("the log's directory was made by an append; want it made by Prepare")
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+		t.Fatalf("read %d bytes before the file is made, want the %d appended", len(got), len(a.data))
+	}
+	if err := l.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Pending() {
+		t.Fatal("Pending after Prepare")
+	}
+	a.add(1, 1000, 99)
+	if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+		t.Fatalf("read %d bytes after Prepare, want the %d appended", len(got), len(a.data))
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	for name, m := range map[string]vfs.FS{"clean": fs, "power cut after the sync": crashed} {
+		r := mustOpen(t, m, "/t/0", Config{})
+		if got := readAll(t, r, 0); !bytes.Equal(got, a.data) {
+			t.Fatalf("%s: reopened log holds %d bytes, want %d", name, len(got), len(a.data))
+		}
+		r.Close()
+	}
+}
+
+// TestCreateMakesFileWhenKeptBytesOverflow checks that a created log
+// whose first bytes pass pendMax makes its file on the write, and that
+// one without write-behind makes it on its first write (its bytes then
+// reach the page cache as any file's).
+func TestCreateMakesFileWhenKeptBytesOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		writeBehind int
+		batches     int
+	}{
+		{"past pendMax", 4 << 10, pendMax/(60<<10) + 2},
+		{"no write-behind", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Create(fs, "/t/0", Config{WriteBehind: tc.writeBehind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := newAppender(t, l)
+			for i := range tc.batches {
+				a.add(60, 1000, int64(i)) // ~60 KiB each: written through the tail
+			}
+			if l.Pending() {
+				t.Fatalf("the file is not made after %d bytes", len(a.data))
+			}
+			if _, err := fs.Stat("/t/0/00000000000000000000.log"); err != nil {
+				t.Fatalf("segment file: %v", err)
+			}
+			if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+				t.Fatalf("read %d bytes, want %d", len(got), len(a.data))
+			}
+			l.Close()
+		})
+	}
+}
+
+// TestCreateNeverWrittenMakesNoFiles checks that a created log closed
+// without a write leaves no directory, and that Open makes it again,
+// empty.
+func TestCreateNeverWrittenMakesNoFiles(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Create(fs, "/t/0", Config{WriteBehind: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat("/t/0"); err == nil {
+		t.Fatal("a log never written made its directory at close")
+	}
+	r := mustOpen(t, fs, "/t/0", Config{})
+	defer r.Close()
+	if r.NextOffset() != 0 {
+		t.Fatalf("next offset %d, want 0", r.NextOffset())
+	}
+}
