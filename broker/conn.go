@@ -2,7 +2,6 @@ package broker
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -464,13 +463,26 @@ func (c *conn) readBody(n int32) ([]byte, error) {
 		}
 		return frame, nil
 	}
-	// Past 1 MiB, grow the buffer as bytes arrive, so that a size field
-	// alone cannot make the broker allocate MaxRequestBytes.
-	buf := bytes.NewBuffer(make([]byte, 0, 1<<20))
-	if _, err := io.CopyN(buf, c.r, int64(n)); err != nil {
+	// Past 1 MiB the frame is made only once the first MiB has arrived,
+	// so that a size field alone cannot make the broker allocate
+	// MaxRequestBytes (the queued-bytes budget, taken before, bounds the
+	// rest); then in one allocation that putFrame can pool, rather than
+	// by doubling a buffer as bytes arrive.
+	head := getFrame(1 << 20)
+	if head == nil {
+		head = newFrame(1 << 20)
+	}
+	if _, err := io.ReadFull(c.r, head); err != nil {
+		putFrame(head)
 		return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
 	}
-	return buf.Bytes(), nil
+	frame := newFrame(int(n))
+	copy(frame, head)
+	putFrame(head)
+	if _, err := io.ReadFull(c.r, frame[1<<20:]); err != nil {
+		return nil, fmt.Errorf("read request body (%d bytes): %w", n, err)
+	}
+	return frame, nil
 }
 
 // reqHeader is the request header (v1 or v2).

@@ -127,6 +127,7 @@ func main() {
 		}
 	}
 	results := map[string]map[string][]bench.Result{}
+	defer removeLeftovers()
 	for _, w := range sel {
 		results[w.name] = map[string][]bench.Result{}
 		for r := 0; r < *rounds; r++ {
@@ -145,6 +146,16 @@ func main() {
 	printTable(sel, kinds, results)
 }
 
+// leftovers are the runs' data directories, removed when benchcompare
+// ends (runOne).
+var leftovers []string
+
+func removeLeftovers() {
+	for _, d := range leftovers {
+		os.RemoveAll(d)
+	}
+}
+
 // runOne starts a fresh broker, runs the workload against it once and
 // stops the broker.
 func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (bench.Result, error) {
@@ -152,7 +163,12 @@ func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (
 	if err != nil {
 		return bench.Result{}, err
 	}
-	defer os.RemoveAll(dir)
+	// Removed at the end of the whole run, not now: on ext4 without a
+	// journal, allocating an inode skips (and reads) every inode freed in
+	// the last minute or so, so removing a run's thousands of partition
+	// files would tax the next broker's file creation with the
+	// harness's own deletions.
+	leftovers = append(leftovers, dir)
 	port, err := bench.FreePort()
 	if err != nil {
 		return bench.Result{}, err
