@@ -82,10 +82,10 @@ func (reg *Registry) serveAPI(pattern string, fn handlerFunc) http.Handler {
 
 func (reg *Registry) serveOne(w http.ResponseWriter, r *http.Request, fn handlerFunc) int {
 	if reg.login != nil {
-		user, err := reg.login.authenticate(r)
+		user, err := reg.login.Check(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Basic realm="Sluice schema registry"`)
-			return writeErr(w, err)
+			return writeErr(w, errf(http.StatusUnauthorized, codeUnauthorized, "Unauthorized: %v", err))
 		}
 		r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
 	} else if user := certUser(r); user != "" {
