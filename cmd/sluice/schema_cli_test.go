@@ -68,3 +68,13 @@ func TestSchemaDelete(t *testing.T) {
 	fails(t, 1, "error code 40401", "", schema("delete", "s", "--permanent")...)
 	want(ok(t, "", schema("list", "--deleted")...), "SUBJECT  VERSIONS  LATEST ID  TYPE\n")
 }
+
+// TestSchemaCheckOrder: a subcommand's own checks and input come before
+// the client, whose mistakes are usage errors too.
+func TestSchemaCheckOrder(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	fails(t, 2, "--tls-ca: open "+missing, "", "schema", "list", "--tls-ca", missing)
+	fails(t, 2, "give the schema with --file", "", "schema", "register", "s", "--tls-ca", missing)
+	fails(t, 2, `--version "x": want a version number, latest or all`, "", "schema", "compatibility", "s", "--version", "x", "--tls-ca", missing)
+	fails(t, 2, "schema get: give a subject or --id, not both", "", "schema", "get", "s", "--id", "1", "--tls-ca", missing)
+}
