@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -16,35 +15,16 @@ import (
 // startMember's consumer-protocol members.
 func startClassicMember(t *testing.T, addr, group string, seen *seenSet, opts ...kgo.Opt) *member {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup(group),
+	return startPolling(t, seen, append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup(group),
 		kgo.Balancers(kgo.RangeBalancer()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond),
 		kgo.AutoCommitInterval(200 * time.Millisecond)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{cl: cl, stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		for {
-			fs := cl.PollFetches(ctx)
-			if ctx.Err() != nil || fs.IsClientClosed() {
-				return
-			}
-			fs.EachRecord(func(r *kgo.Record) { seen.add(string(r.Value)) })
-		}
-	}()
-	return m
 }
 
 // groupType is the group's type as ListGroups v5 gives it.
 func groupType(t *testing.T, addr, group string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := adminClient(t, addr)
 	defer cl.Close()
 	ls, err := kadm.NewClient(cl).ListGroups(ctxT(t, 10*time.Second))
 	if err != nil {
@@ -53,32 +33,32 @@ func groupType(t *testing.T, addr, group string) string {
 	return ls[group].GroupType
 }
 
-// offsetsForward records the committed offsets of a group and fails the
-// test if one goes backwards.
+// offsetsForward records the committed offsets of a group on a topic
+// and fails the test if one goes backwards (or is gone).
 type offsetsForward struct {
 	last map[int32]int64
 }
 
 func (f *offsetsForward) check(t *testing.T, addr, group, topic, when string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := adminClient(t, addr)
 	defer cl.Close()
-	committed, err := kadm.NewClient(cl).FetchOffsets(ctxT(t, 10*time.Second), group)
+	committed, err := kadm.NewClient(cl).FetchOffsets(ctxT(t, 30*time.Second), group)
 	if err != nil {
 		t.Fatal(err)
 	}
+	now := map[int32]int64{}
 	committed.Each(func(o kadm.OffsetResponse) {
-		if o.Topic != topic {
-			return
+		if o.Topic == topic {
+			now[o.Partition] = o.At
 		}
-		if prev, ok := f.last[o.Partition]; ok && o.At < prev {
-			t.Fatalf("%s: committed offset of partition %d went back from %d to %d", when, o.Partition, prev, o.At)
-		}
-		f.last[o.Partition] = o.At
 	})
+	for p, prev := range f.last {
+		if at, ok := now[p]; !ok || at < prev {
+			t.Fatalf("%s: committed offset of partition %d went back from %d to %d", when, p, prev, at)
+		}
+	}
+	f.last = now
 }
 
 // memberTypes counts a consumer group's members by KIP-1099 member type

@@ -85,9 +85,16 @@ type member struct {
 
 func startMember(t *testing.T, addr, group string, seen *seenSet, opts ...kgo.Opt) *member {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup(group),
+	return startPolling(t, seen, append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup(group),
 		kgo.ServerSideBalancer(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AutoCommitInterval(200 * time.Millisecond)}, opts...)...)
+}
+
+// startPolling starts a member with a client made with opts, polling
+// into seen.
+func startPolling(t *testing.T, seen *seenSet, opts ...kgo.Opt) *member {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,12 +121,20 @@ func (m *member) leave() {
 	m.cl.Close()
 }
 
-func describeConsumerGroup(t *testing.T, addr, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+// adminClient is a client of the broker at addr for a few requests;
+// the caller closes it.
+func adminClient(t *testing.T, addr string) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cl
+}
+
+func describeConsumerGroup(t *testing.T, addr, group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	t.Helper()
+	cl := adminClient(t, addr)
 	defer cl.Close()
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{group}
@@ -132,10 +147,7 @@ func describeConsumerGroup(t *testing.T, addr, group string) kmsg.ConsumerGroupD
 
 func createTopicAt(t *testing.T, addr, topic string, partitions int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := adminClient(t, addr)
 	defer cl.Close()
 	if _, err := kadm.NewClient(cl).CreateTopic(ctxT(t, 10*time.Second), partitions, 1, nil, topic); err != nil {
 		t.Fatal(err)
@@ -249,10 +261,7 @@ func waitGroup(t *testing.T, addr, group string, n int, ok func(kmsg.ConsumerGro
 // interval has passed, by describing it again after a broker round trip.
 func waitHeartbeat(t *testing.T, addr, group string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := adminClient(t, addr)
 	defer cl.Close()
 	// A long-poll fetch on an empty partition paces the loop by the
 	// broker's clock: it returns after MaxWait (one heartbeat interval).
@@ -367,33 +376,10 @@ func TestKIP848Kill9(t *testing.T) {
 		defer mu.Unlock()
 		return produced
 	}
-	committed := func() map[int32]int64 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
-		os, err := kadm.NewClient(cl).FetchOffsets(ctxT(t, 30*time.Second), group)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[int32]int64{}
-		os.Each(func(o kadm.OffsetResponse) { out[o.Partition] = o.At })
-		return out
-	}
-	last := map[int32]int64{}
-	checkForward := func(when string) {
-		now := committed()
-		for p, o := range last {
-			if now[p] < o {
-				t.Fatalf("%s: committed offset of partition %d went back from %d to %d", when, p, o, now[p])
-			}
-		}
-		last = now
-	}
+	fwd := &offsetsForward{last: map[int32]int64{}}
 	for k := 1; k <= kills; k++ {
 		seen.waitDistinct(t, producedNow()+1, 2*time.Minute) // consumption goes on
-		checkForward(fmt.Sprintf("before kill %d", k))
+		fwd.check(t, addr, group, topic, fmt.Sprintf("before kill %d", k))
 		d := describeConsumerGroup(t, addr, group)
 		p.kill(t)
 		p = startBrokerProc(t, dir, addr)
@@ -403,7 +389,7 @@ func TestKIP848Kill9(t *testing.T) {
 		if d2.Epoch < d.Epoch || len(d2.Members) < len(d.Members) {
 			t.Fatalf("restart %d: group epoch %d with %d members, was %d with %d", k, d2.Epoch, len(d2.Members), d.Epoch, len(d.Members))
 		}
-		checkForward(fmt.Sprintf("after restart %d", k))
+		fwd.check(t, addr, group, topic, fmt.Sprintf("after restart %d", k))
 	}
 	close(stopProducing)
 	if err := <-producerDone; err != nil {
@@ -412,7 +398,7 @@ func TestKIP848Kill9(t *testing.T) {
 	total := producedNow()
 	seen.waitDistinct(t, total, 2*time.Minute)
 	waitLagZero(t, addr, group, topic)
-	checkForward("at the end")
+	fwd.check(t, addr, group, topic, "at the end")
 	seen.check(t, total)
 	for _, m := range ms {
 		m.leave()

@@ -73,14 +73,9 @@ func newACLSubCmd(cmd *cobra.Command, create bool, do func(ctx context.Context, 
 		if err != nil {
 			return usagef("acl %s: %w", cmd.Name(), err)
 		}
-		conn, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		ctx, cancel := conn.step(cmd.Context())
-		defer cancel()
-		return conn.wrap("acl "+cmd.Name(), do(ctx, cmd.OutOrStdout(), conn, b))
+		return cf.runStep(cmd, func(ctx context.Context, conn *conn) error {
+			return conn.wrap("acl "+cmd.Name(), do(ctx, cmd.OutOrStdout(), conn, b))
+		})
 	}
 	return cmd
 }

@@ -1,22 +1,22 @@
 package main
 
 // The connection flags every client command shares. A command adds them
-// with addClientFlags and connects with clientFlags.connect:
+// with addClientFlags and does its work in one step bounded by --timeout
+// with clientFlags.stepRunE, or runStep after checks of its own:
 //
 //	func newFooCmd() *cobra.Command {
 //		cmd := &cobra.Command{Use: "foo", ...}
 //		cf := addClientFlags(cmd)
 //		cmd.RunE = func(cmd *cobra.Command, args []string) error {
-//			conn, err := cf.connect(cmd.Context())
-//			if err != nil {
-//				return err
-//			}
-//			defer conn.Close()
-//			ctx, cancel := conn.step(cmd.Context()) // one network step, bounded by --timeout
-//			defer cancel()
-//			...
+//			... // check the flags: usage errors before any connection
+//			return cf.runStep(cmd, func(ctx context.Context, c *conn) error {
+//				...
+//			})
 //		}
 //	}
+//
+// Commands that do more than one step connect with clientFlags.connect
+// and bound each step with conn.step.
 
 import (
 	"context"
@@ -267,13 +267,20 @@ func fromBroker(err error, msg string) error {
 // context that ends after --timeout, and closes the client afterwards.
 func (cf *clientFlags) stepRunE(fn func(ctx context.Context, cmd *cobra.Command, args []string, c *conn) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
-		return fn(ctx, cmd, args, c)
+		return cf.runStep(cmd, func(ctx context.Context, c *conn) error { return fn(ctx, cmd, args, c) })
 	}
+}
+
+// runStep is stepRunE's work, for a RunE that checks its arguments and
+// flags first: it connects with cmd's client flags, runs fn with a
+// context that ends after --timeout, and closes the client afterwards.
+func (cf *clientFlags) runStep(cmd *cobra.Command, fn func(ctx context.Context, c *conn) error) error {
+	c, err := cf.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := c.step(cmd.Context())
+	defer cancel()
+	return fn(ctx, c)
 }

@@ -337,6 +337,32 @@ func (k *consumer) run(only []int32) error {
 	return k.poll(ctx, pollCtx, cl, tr)
 }
 
+// pollSome polls for as many records as -c still allows after printed,
+// until pctx ends, then cancels pctx; timedOut reports whether pctx's
+// deadline ended the poll.
+func (k *consumer) pollSome(cl *kgo.Client, pctx context.Context, cancel context.CancelFunc, printed int) (fetches kgo.Fetches, timedOut bool) {
+	limit := 0
+	if k.count > 0 {
+		limit = k.count - printed
+	}
+	fetches = cl.PollRecords(pctx, limit)
+	timedOut = errors.Is(pctx.Err(), context.DeadlineExceeded)
+	cancel()
+	return fetches, timedOut
+}
+
+// firstFetchError is the first error of fetches, worded by wrap, that
+// is not the poll's context ending.
+func firstFetchError(fetches kgo.Fetches, wrap func(topic string, partition int32, err error) error) error {
+	var ferr error
+	fetches.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+			ferr = wrap(t, p, err)
+		}
+	})
+	return ferr
+}
+
 // poll prints records until -c, -e or a signal ends it.
 func (k *consumer) poll(ctx, pollCtx context.Context, cl *kgo.Client, tr *endTracker) error {
 	w := bufio.NewWriter(k.cmd.OutOrStdout())
@@ -350,27 +376,18 @@ func (k *consumer) poll(ctx, pollCtx context.Context, cl *kgo.Client, tr *endTra
 		if k.exit {
 			pctx, cancel = context.WithTimeout(pollCtx, k.c.timeout)
 		}
-		limit := 0
-		if k.count > 0 {
-			limit = k.count - printed
-		}
-		fetches := cl.PollRecords(pctx, limit)
-		timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded)
-		cancel()
+		fetches, timedOut := k.pollSome(cl, pctx, cancel, printed)
 		if ctx.Err() != nil {
 			return nil // interrupted
 		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
-				ferr = fmt.Errorf("consume %s/%d: %w", t, p, err)
-				if strings.Contains(err.Error(), "does not match calculated crc") {
-					ferr = fmt.Errorf("%w (the broker served a corrupt batch: its copy of the partition is damaged; on Sluice, stop the broker and run: sluice repair --data DIR --topic %s --partition %d)", ferr, t, p)
-				}
+		if err := firstFetchError(fetches, func(t string, p int32, err error) error {
+			ferr := fmt.Errorf("consume %s/%d: %w", t, p, err)
+			if strings.Contains(err.Error(), "does not match calculated crc") {
+				ferr = fmt.Errorf("%w (the broker served a corrupt batch: its copy of the partition is damaged; on Sluice, stop the broker and run: sluice repair --data DIR --topic %s --partition %d)", ferr, t, p)
 			}
-		})
-		if ferr != nil {
 			return ferr
+		}); err != nil {
+			return err
 		}
 		var commit []*kgo.Record
 		stop := false

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -59,24 +58,14 @@ func (k *consumer) runShare(group string, ack kgo.AckStatus) error {
 	printed := 0
 	for k.count == 0 || printed < k.count {
 		pctx, cancel := context.WithTimeout(ctx, k.c.timeout)
-		limit := 0
-		if k.count > 0 {
-			limit = k.count - printed
-		}
-		fetches := cl.PollRecords(pctx, limit)
-		timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded)
-		cancel()
+		fetches, timedOut := k.pollSome(cl, pctx, cancel, printed)
 		if ctx.Err() != nil {
 			return nil // interrupted
 		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
-				ferr = fmt.Errorf("consume %s/%d (share group %s): %w", t, p, group, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
+		if err := firstFetchError(fetches, func(t string, p int32, err error) error {
+			return fmt.Errorf("consume %s/%d (share group %s): %w", t, p, group, err)
+		}); err != nil {
+			return err
 		}
 		n := 0
 		fetches.EachRecord(func(r *kgo.Record) {

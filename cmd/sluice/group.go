@@ -210,74 +210,69 @@ have no members, as Kafka requires; an unknown group is an error unless
 		if err != nil || spec.kind == "relative" {
 			return usagef("group seek: --to %q: want beginning, end, OFFSET or @TIMESTAMP", *to)
 		}
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
-		described, err := c.adm.DescribeGroups(ctx, group)
-		if err != nil {
-			return c.wrap("group seek", err)
-		}
-		d := described[group]
-		missing := groupMissing(d.State, d.Err)
-		switch {
-		case d.Err != nil && !missing:
-			return fmt.Errorf("group seek %s: %w", group, d.Err)
-		case len(d.Members) > 0:
-			return fmt.Errorf("group seek: group %q has %d member(s) (state %s); stop them first: offsets of a group with members cannot be changed", group, len(d.Members), d.State)
-		case missing && *topic == "":
-			return fmt.Errorf("group seek: group %q does not exist (give --topic to start it on a topic)", group)
-		}
-		topics := []string{*topic}
-		if *topic == "" {
-			committed, err := c.adm.FetchOffsets(ctx, group)
-			if err == nil {
-				err = committed.Error()
-			}
+		return cf.runStep(cmd, func(ctx context.Context, c *conn) error {
+			described, err := c.adm.DescribeGroups(ctx, group)
 			if err != nil {
-				return c.wrap("group seek: committed offsets", err)
+				return c.wrap("group seek", err)
 			}
-			topics = committed.Offsets().TopicsSet().Topics()
-			sort.Strings(topics)
-			if len(topics) == 0 {
-				return fmt.Errorf("group seek: group %q has no committed offsets (give --topic)", group)
+			d := described[group]
+			missing := groupMissing(d.State, d.Err)
+			switch {
+			case d.Err != nil && !missing:
+				return fmt.Errorf("group seek %s: %w", group, d.Err)
+			case len(d.Members) > 0:
+				return fmt.Errorf("group seek: group %q has %d member(s) (state %s); stop them first: offsets of a group with members cannot be changed", group, len(d.Members), d.State)
+			case missing && *topic == "":
+				return fmt.Errorf("group seek: group %q does not exist (give --topic to start it on a topic)", group)
 			}
-		}
-		offsets := kadm.Offsets{}
-		for _, t := range topics {
-			td, err := topicDetail(c, cmd, "group seek", t)
+			topics := []string{*topic}
+			if *topic == "" {
+				committed, err := c.adm.FetchOffsets(ctx, group)
+				if err == nil {
+					err = committed.Error()
+				}
+				if err != nil {
+					return c.wrap("group seek: committed offsets", err)
+				}
+				topics = committed.Offsets().TopicsSet().Topics()
+				sort.Strings(topics)
+				if len(topics) == 0 {
+					return fmt.Errorf("group seek: group %q has no committed offsets (give --topic)", group)
+				}
+			}
+			offsets := kadm.Offsets{}
+			for _, t := range topics {
+				td, err := topicDetail(c, cmd, "group seek", t)
+				if err != nil {
+					return err
+				}
+				k := &consumer{c: c, cmd: cmd, topic: t, spec: spec}
+				starts, ends, err := k.bounds(cmd.Context())
+				if err != nil {
+					return err
+				}
+				at, err := k.startOffsets(cmd.Context(), td.Partitions.Numbers(), starts, ends)
+				if err != nil {
+					return err
+				}
+				for p, o := range at {
+					offsets.AddOffset(t, p, o, -1)
+				}
+			}
+			resps, err := c.adm.CommitOffsets(ctx, group, offsets)
 			if err != nil {
-				return err
+				return c.wrap("group seek", err)
 			}
-			k := &consumer{c: c, cmd: cmd, topic: t, spec: spec}
-			starts, ends, err := k.bounds(cmd.Context())
-			if err != nil {
-				return err
+			if err := resps.Error(); err != nil {
+				return fmt.Errorf("group seek %s: %w", group, err)
 			}
-			at, err := k.startOffsets(cmd.Context(), td.Partitions.Numbers(), starts, ends)
-			if err != nil {
-				return err
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET")
+			for _, o := range offsets.Sorted() {
+				fmt.Fprintf(tw, "%s\t%d\t%d\n", o.Topic, o.Partition, o.At)
 			}
-			for p, o := range at {
-				offsets.AddOffset(t, p, o, -1)
-			}
-		}
-		resps, err := c.adm.CommitOffsets(ctx, group, offsets)
-		if err != nil {
-			return c.wrap("group seek", err)
-		}
-		if err := resps.Error(); err != nil {
-			return fmt.Errorf("group seek %s: %w", group, err)
-		}
-		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tOFFSET")
-		for _, o := range offsets.Sorted() {
-			fmt.Fprintf(tw, "%s\t%d\t%d\n", o.Topic, o.Partition, o.At)
-		}
-		return tw.Flush()
+			return tw.Flush()
+		})
 	}
 	return cmd
 }

@@ -138,18 +138,13 @@ filters name. No filter lists every quota.`,
 			}
 			cs = append(cs, kadm.DescribeClientQuotaComponent{Type: t, MatchType: 2})
 		}
-		conn, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		ctx, cancel := conn.step(cmd.Context())
-		defer cancel()
-		qs, err := conn.adm.DescribeClientQuotas(ctx, strict, cs)
-		if err != nil {
-			return conn.wrap("quota describe", err)
-		}
-		return printQuotas(cmd.OutOrStdout(), toQuotaFile(qs), format)
+		return cf.runStep(cmd, func(ctx context.Context, conn *conn) error {
+			qs, err := conn.adm.DescribeClientQuotas(ctx, strict, cs)
+			if err != nil {
+				return conn.wrap("quota describe", err)
+			}
+			return printQuotas(cmd.OutOrStdout(), toQuotaFile(qs), format)
+		})
 	}
 	return cmd
 }
@@ -355,61 +350,56 @@ Entities not in the file are left as they are.`,
 		if err := json.Unmarshal(data, &f); err != nil {
 			return fmt.Errorf("quota import: %s: %w", from, err)
 		}
-		conn, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		ctx, cancel := conn.step(cmd.Context())
-		defer cancel()
-		current, err := conn.adm.DescribeClientQuotas(ctx, false, nil)
-		if err != nil {
-			return conn.wrap("quota import", err)
-		}
-		have := map[string][]string{} // entity → keys on the broker
-		for _, q := range toQuotaFile(current).Quotas {
-			for _, v := range q.Values {
-				have[entityString(q.Entity)] = append(have[entityString(q.Entity)], v.Key)
+		return cf.runStep(cmd, func(ctx context.Context, conn *conn) error {
+			current, err := conn.adm.DescribeClientQuotas(ctx, false, nil)
+			if err != nil {
+				return conn.wrap("quota import", err)
 			}
-		}
-		var entries []kadm.AlterClientQuotaEntry
-		for i, q := range f.Quotas {
-			var e kadm.AlterClientQuotaEntry
-			for _, c := range q.Entity {
-				if err := checkQuotaType(c.Type); err != nil {
-					return fmt.Errorf("quota import: entry %d: %w", i, err)
-				}
-				comp := kadm.ClientQuotaEntityComponent{Type: c.Type}
-				if c.Name != "" {
-					name := c.Name
-					comp.Name = &name
-				}
-				e.Entity = append(e.Entity, comp)
-			}
-			set := map[string]bool{}
-			for _, v := range q.Values {
-				val, err := strconv.ParseFloat(v.Value, 64)
-				if err != nil {
-					return fmt.Errorf("quota import: entry %d: %s=%q is not a number", i, v.Key, v.Value)
-				}
-				e.Ops = append(e.Ops, kadm.AlterClientQuotaOp{Key: v.Key, Value: val})
-				set[v.Key] = true
-			}
-			for _, k := range have[entityString(q.Entity)] {
-				if !set[k] {
-					e.Ops = append(e.Ops, kadm.AlterClientQuotaOp{Key: k, Remove: true})
+			have := map[string][]string{} // entity → keys on the broker
+			for _, q := range toQuotaFile(current).Quotas {
+				for _, v := range q.Values {
+					have[entityString(q.Entity)] = append(have[entityString(q.Entity)], v.Key)
 				}
 			}
-			if len(e.Entity) == 0 || len(e.Ops) == 0 {
-				return fmt.Errorf("quota import: entry %d has no entity or no values", i)
+			var entries []kadm.AlterClientQuotaEntry
+			for i, q := range f.Quotas {
+				var e kadm.AlterClientQuotaEntry
+				for _, c := range q.Entity {
+					if err := checkQuotaType(c.Type); err != nil {
+						return fmt.Errorf("quota import: entry %d: %w", i, err)
+					}
+					comp := kadm.ClientQuotaEntityComponent{Type: c.Type}
+					if c.Name != "" {
+						name := c.Name
+						comp.Name = &name
+					}
+					e.Entity = append(e.Entity, comp)
+				}
+				set := map[string]bool{}
+				for _, v := range q.Values {
+					val, err := strconv.ParseFloat(v.Value, 64)
+					if err != nil {
+						return fmt.Errorf("quota import: entry %d: %s=%q is not a number", i, v.Key, v.Value)
+					}
+					e.Ops = append(e.Ops, kadm.AlterClientQuotaOp{Key: v.Key, Value: val})
+					set[v.Key] = true
+				}
+				for _, k := range have[entityString(q.Entity)] {
+					if !set[k] {
+						e.Ops = append(e.Ops, kadm.AlterClientQuotaOp{Key: k, Remove: true})
+					}
+				}
+				if len(e.Entity) == 0 || len(e.Ops) == 0 {
+					return fmt.Errorf("quota import: entry %d has no entity or no values", i)
+				}
+				entries = append(entries, e)
 			}
-			entries = append(entries, e)
-		}
-		if len(entries) == 0 {
-			fmt.Fprintln(cmd.OutOrStdout(), "nothing to import")
-			return nil
-		}
-		return alterQuotas(cmd.Context(), conn, cmd.OutOrStdout(), entries, dry)
+			if len(entries) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to import")
+				return nil
+			}
+			return alterQuotas(cmd.Context(), conn, cmd.OutOrStdout(), entries, dry)
+		})
 	}
 	return cmd
 }

@@ -12,6 +12,7 @@ package main
 //	sluice schema config [SUBJECT] [--set LEVEL] [--mode MODE]
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -104,6 +105,34 @@ func (rf *registryFlags) client() (*sr.Client, error) {
 	return cl, nil
 }
 
+// runE is a schema subcommand's RunE: prepare (nil for none) checks the
+// arguments and flags and reads the input, so that their mistakes are
+// reported before a client is made; then run runs with a client of the
+// registry the flags name.
+func (rf *registryFlags) runE(prepare func(cmd *cobra.Command, args []string) error,
+	run func(cmd *cobra.Command, args []string, cl *sr.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if prepare != nil {
+			if err := prepare(cmd, args); err != nil {
+				return err
+			}
+		}
+		cl, err := rf.client()
+		if err != nil {
+			return err
+		}
+		return run(cmd, args, cl)
+	}
+}
+
+// contextWith is the command's context, with p when on.
+func contextWith(cmd *cobra.Command, on bool, p sr.Param) context.Context {
+	if on {
+		return sr.WithParams(cmd.Context(), p)
+	}
+	return cmd.Context()
+}
+
 // srErr words a registry error as the registry did, with its code.
 func srErr(what string, err error) error {
 	var re *sr.ResponseError
@@ -123,15 +152,8 @@ func newSchemaListCmd() *cobra.Command {
 	}
 	rf := addRegistryFlags(cmd)
 	cmd.Flags().BoolVar(&deleted, "deleted", false, "include soft-deleted subjects and versions")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cl, err := rf.client()
-		if err != nil {
-			return err
-		}
-		ctx := cmd.Context()
-		if deleted {
-			ctx = sr.WithParams(ctx, sr.ShowDeleted)
-		}
+	cmd.RunE = rf.runE(nil, func(cmd *cobra.Command, _ []string, cl *sr.Client) error {
+		ctx := contextWith(cmd, deleted, sr.ShowDeleted)
 		subjects, err := cl.Subjects(ctx)
 		if err != nil {
 			return srErr("schema list", err)
@@ -154,7 +176,7 @@ func newSchemaListCmd() *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s, strings.Join(strs, ","), latest.ID, latest.Type)
 		}
 		return tw.Flush()
-	}
+	})
 	return cmd
 }
 
@@ -193,14 +215,12 @@ func newSchemaGetCmd() *cobra.Command {
 	rf := addRegistryFlags(cmd)
 	cmd.Flags().StringVar(&version, "version", "latest", "version number or latest")
 	cmd.Flags().IntVar(&id, "id", 0, "print the schema with this id instead")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+	cmd.RunE = rf.runE(func(_ *cobra.Command, args []string) error {
 		if (len(args) == 1) == (id > 0) {
 			return usagef("schema get: give a subject or --id, not both")
 		}
-		cl, err := rf.client()
-		if err != nil {
-			return err
-		}
+		return nil
+	}, func(cmd *cobra.Command, args []string, cl *sr.Client) error {
 		out := cmd.OutOrStdout()
 		if id > 0 {
 			s, err := cl.SchemaByID(cmd.Context(), id)
@@ -220,7 +240,7 @@ func newSchemaGetCmd() *cobra.Command {
 		}
 		fmt.Fprintf(out, "# subject %s, version %d, id %d, type %s%s\n%s\n", s.Subject, s.Version, s.ID, s.Type, refsNote(s.References), s.Schema.Schema)
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -303,26 +323,18 @@ func newSchemaRegisterCmd() *cobra.Command {
 	rf := addRegistryFlags(cmd)
 	si.addFlags(cmd)
 	cmd.Flags().BoolVar(&normalize, "normalize", false, "store the schema normalized (normalize=true)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		s, err := si.schema(cmd.InOrStdin())
-		if err != nil {
-			return err
-		}
-		cl, err := rf.client()
-		if err != nil {
-			return err
-		}
-		ctx := cmd.Context()
-		if normalize {
-			ctx = sr.WithParams(ctx, sr.Normalize)
-		}
-		ss, err := cl.CreateSchema(ctx, args[0], s)
+	var s sr.Schema
+	cmd.RunE = rf.runE(func(cmd *cobra.Command, _ []string) (err error) {
+		s, err = si.schema(cmd.InOrStdin())
+		return err
+	}, func(cmd *cobra.Command, args []string, cl *sr.Client) error {
+		ss, err := cl.CreateSchema(contextWith(cmd, normalize, sr.Normalize), args[0], s)
 		if err != nil {
 			return srErr("schema register "+args[0], err)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "registered %s version %d id %d\n", ss.Subject, ss.Version, ss.ID)
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -339,38 +351,45 @@ func newSchemaDeleteCmd() *cobra.Command {
 	rf := addRegistryFlags(cmd)
 	cmd.Flags().IntVar(&version, "version", 0, "delete only this version")
 	cmd.Flags().BoolVar(&permanent, "permanent", false, "after the soft delete, delete permanently (hard delete)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := rf.client()
-		if err != nil {
-			return err
-		}
+	cmd.RunE = rf.runE(nil, func(cmd *cobra.Command, args []string, cl *sr.Client) error {
 		subject, ctx := args[0], cmd.Context()
 		out := cmd.OutOrStdout()
 		if version > 0 {
-			if err := cl.DeleteSchema(ctx, subject, version, sr.SoftDelete); err != nil && !(permanent && isCode(err, 40406)) {
+			// 40406: the version is soft-deleted already.
+			if err := deleteSoftThenHard(permanent, 40406, func(how sr.DeleteHow) error {
+				return cl.DeleteSchema(ctx, subject, version, how)
+			}); err != nil {
 				return srErr("schema delete "+subject, err)
-			}
-			if permanent {
-				if err := cl.DeleteSchema(ctx, subject, version, sr.HardDelete); err != nil {
-					return srErr("schema delete "+subject, err)
-				}
 			}
 			fmt.Fprintf(out, "deleted %s version %d%s\n", subject, version, permanentNote(permanent))
 			return nil
 		}
-		vs, err := cl.DeleteSubject(ctx, subject, sr.SoftDelete)
-		if err != nil && !(permanent && isCode(err, 40404)) {
+		var vs []int
+		// 40404: the subject is soft-deleted already.
+		if err := deleteSoftThenHard(permanent, 40404, func(how sr.DeleteHow) (err error) {
+			vs, err = cl.DeleteSubject(ctx, subject, how)
+			return err
+		}); err != nil {
 			return srErr("schema delete "+subject, err)
-		}
-		if permanent {
-			if vs, err = cl.DeleteSubject(ctx, subject, sr.HardDelete); err != nil {
-				return srErr("schema delete "+subject, err)
-			}
 		}
 		fmt.Fprintf(out, "deleted %s versions %v%s\n", subject, vs, permanentNote(permanent))
 		return nil
-	}
+	})
 	return cmd
+}
+
+// deleteSoftThenHard deletes with del softly and then, with permanent,
+// for good (the registry hard-deletes only what is soft-deleted). Before
+// a hard delete, a soft delete failing with code softDeleted (what is
+// soft-deleted already) is no error.
+func deleteSoftThenHard(permanent bool, softDeleted int, del func(sr.DeleteHow) error) error {
+	if err := del(sr.SoftDelete); err != nil && !(permanent && isCode(err, softDeleted)) {
+		return err
+	}
+	if permanent {
+		return del(sr.HardDelete)
+	}
+	return nil
 }
 
 func permanentNote(p bool) string {
@@ -398,19 +417,15 @@ func newSchemaCompatibilityCmd() *cobra.Command {
 	rf := addRegistryFlags(cmd)
 	si.addFlags(cmd)
 	cmd.Flags().StringVar(&version, "version", "latest", "check against this version, latest, or all (the level decides which)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		v, err := parseVersionFlag(version, true)
-		if err != nil {
+	var v int
+	var s sr.Schema
+	cmd.RunE = rf.runE(func(cmd *cobra.Command, _ []string) (err error) {
+		if v, err = parseVersionFlag(version, true); err != nil {
 			return err
 		}
-		s, err := si.schema(cmd.InOrStdin())
-		if err != nil {
-			return err
-		}
-		cl, err := rf.client()
-		if err != nil {
-			return err
-		}
+		s, err = si.schema(cmd.InOrStdin())
+		return err
+	}, func(cmd *cobra.Command, args []string, cl *sr.Client) error {
 		res, err := cl.CheckCompatibility(sr.WithParams(cmd.Context(), sr.Verbose), args[0], v, s)
 		if err != nil {
 			return srErr("schema compatibility "+args[0], err)
@@ -420,7 +435,7 @@ func newSchemaCompatibilityCmd() *cobra.Command {
 			return nil
 		}
 		return fmt.Errorf("schema compatibility %s: incompatible: %s", args[0], strings.Join(res.Messages, "; "))
-	}
+	})
 	return cmd
 }
 
@@ -441,11 +456,7 @@ FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE), --mode the mode
 	rf := addRegistryFlags(cmd)
 	cmd.Flags().StringVar(&level, "set", "", "set the compatibility level")
 	cmd.Flags().StringVar(&mode, "mode", "", "set the mode")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := rf.client()
-		if err != nil {
-			return err
-		}
+	cmd.RunE = rf.runE(nil, func(cmd *cobra.Command, args []string, cl *sr.Client) error {
 		subject := ""
 		if len(args) == 1 {
 			subject = args[0]
@@ -484,6 +495,6 @@ FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE), --mode the mode
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s: compatibility %s, mode %s\n", who, c[0].Level, m[0].Mode)
 		return nil
-	}
+	})
 	return cmd
 }

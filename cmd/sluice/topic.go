@@ -210,35 +210,30 @@ func newTopicCreateCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
-		resps, err := c.adm.CreateTopics(ctx, *partitions, *replicas, conf, args...)
-		if err != nil {
-			return c.wrap("topic create", err)
-		}
-		var errs []error
-		for _, name := range args {
-			r, ok := resps[name]
-			if !ok {
-				errs = append(errs, fmt.Errorf("topic create %s: no answer for this topic", name))
-				continue
+		return cf.runStep(cmd, func(ctx context.Context, c *conn) error {
+			resps, err := c.adm.CreateTopics(ctx, *partitions, *replicas, conf, args...)
+			if err != nil {
+				return c.wrap("topic create", err)
 			}
-			if r.Err != nil {
-				errs = append(errs, fmt.Errorf("topic create %s: %w", name, fromBroker(r.Err, r.ErrMessage)))
-				continue
+			var errs []error
+			for _, name := range args {
+				r, ok := resps[name]
+				if !ok {
+					errs = append(errs, fmt.Errorf("topic create %s: no answer for this topic", name))
+					continue
+				}
+				if r.Err != nil {
+					errs = append(errs, fmt.Errorf("topic create %s: %w", name, fromBroker(r.Err, r.ErrMessage)))
+					continue
+				}
+				unit := "partitions"
+				if r.NumPartitions == 1 {
+					unit = "partition"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "created %s (%d %s)\n", name, r.NumPartitions, unit)
 			}
-			unit := "partitions"
-			if r.NumPartitions == 1 {
-				unit = "partition"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created %s (%d %s)\n", name, r.NumPartitions, unit)
-		}
-		return errors.Join(errs...)
+			return errors.Join(errs...)
+		})
 	}
 	return cmd
 }
@@ -309,32 +304,27 @@ func newTopicAddPartitionsCmd() *cobra.Command {
 		if *num <= 0 {
 			return usagef("topic add-partitions: --num %d: want a positive number of partitions to add", *num)
 		}
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
-		resps, err := c.adm.CreatePartitions(ctx, *num, args...)
-		if err != nil {
-			return c.wrap("topic add-partitions", err)
-		}
-		var errs []error
-		for _, name := range args {
-			r, ok := resps[name]
-			switch {
-			case !ok:
-				errs = append(errs, fmt.Errorf("topic add-partitions %s: topic %q does not exist", name, name))
-			case errors.Is(r.Err, kerr.UnknownTopicOrPartition) && r.ErrMessage == "":
-				errs = append(errs, fmt.Errorf("topic add-partitions %s: topic %q does not exist", name, name))
-			case r.Err != nil:
-				errs = append(errs, fmt.Errorf("topic add-partitions %s: %w", name, fromBroker(r.Err, r.ErrMessage)))
-			default:
-				fmt.Fprintf(cmd.OutOrStdout(), "added %d partition(s) to %s\n", *num, name)
+		return cf.runStep(cmd, func(ctx context.Context, c *conn) error {
+			resps, err := c.adm.CreatePartitions(ctx, *num, args...)
+			if err != nil {
+				return c.wrap("topic add-partitions", err)
 			}
-		}
-		return errors.Join(errs...)
+			var errs []error
+			for _, name := range args {
+				r, ok := resps[name]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("topic add-partitions %s: topic %q does not exist", name, name))
+				case errors.Is(r.Err, kerr.UnknownTopicOrPartition) && r.ErrMessage == "":
+					errs = append(errs, fmt.Errorf("topic add-partitions %s: topic %q does not exist", name, name))
+				case r.Err != nil:
+					errs = append(errs, fmt.Errorf("topic add-partitions %s: %w", name, fromBroker(r.Err, r.ErrMessage)))
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "added %d partition(s) to %s\n", *num, name)
+				}
+			}
+			return errors.Join(errs...)
+		})
 	}
 	return cmd
 }
@@ -370,26 +360,21 @@ func newTopicAlterConfigCmd() *cobra.Command {
 		for _, k := range *dels {
 			alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 		}
-		c, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := c.step(cmd.Context())
-		defer cancel()
-		resps, err := c.adm.AlterTopicConfigs(ctx, alters, args...)
-		if err != nil {
-			return c.wrap("topic alter-config", err)
-		}
-		var errs []error
-		for _, r := range resps {
-			if r.Err != nil {
-				errs = append(errs, fmt.Errorf("topic alter-config %s: %w", r.Name, fromBroker(r.Err, r.ErrMessage)))
-				continue
+		return cf.runStep(cmd, func(ctx context.Context, c *conn) error {
+			resps, err := c.adm.AlterTopicConfigs(ctx, alters, args...)
+			if err != nil {
+				return c.wrap("topic alter-config", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "altered %s\n", r.Name)
-		}
-		return errors.Join(errs...)
+			var errs []error
+			for _, r := range resps {
+				if r.Err != nil {
+					errs = append(errs, fmt.Errorf("topic alter-config %s: %w", r.Name, fromBroker(r.Err, r.ErrMessage)))
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "altered %s\n", r.Name)
+			}
+			return errors.Join(errs...)
+		})
 	}
 	return cmd
 }

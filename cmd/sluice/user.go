@@ -13,6 +13,7 @@ package main
 // on every client command.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -62,18 +63,13 @@ on every client command.`,
 		if password == "" {
 			return usagef("user create: give the new user's password with --new-password (or SLUICE_NEW_PASSWORD); --password is the login of the user running the command")
 		}
-		conn, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		ctx, cancel := conn.step(cmd.Context())
-		defer cancel()
-		if err := clientauth.CreateUser(ctx, conn.adm, args[0], password, iterations, mechs...); err != nil {
-			return conn.wrap("user create "+args[0], err)
-		}
-		fmt.Fprintf(cmd.OutOrStdout(), "created user %s\n", args[0])
-		return nil
+		return cf.runStep(cmd, func(ctx context.Context, conn *conn) error {
+			if err := clientauth.CreateUser(ctx, conn.adm, args[0], password, iterations, mechs...); err != nil {
+				return conn.wrap("user create "+args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created user %s\n", args[0])
+			return nil
+		})
 	}
 	return cmd
 }
@@ -85,20 +81,13 @@ func newUserDeleteCmd() *cobra.Command {
 		Args:  exactArgs(1, "a user name"),
 	}
 	cf := addClientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		conn, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		ctx, cancel := conn.step(cmd.Context())
-		defer cancel()
+	cmd.RunE = cf.stepRunE(func(ctx context.Context, cmd *cobra.Command, args []string, conn *conn) error {
 		if err := clientauth.DeleteUser(ctx, conn.adm, args[0]); err != nil {
 			return conn.wrap("user delete "+args[0], err)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "deleted user %s\n", args[0])
 		return nil
-	}
+	})
 	return cmd
 }
 
@@ -109,20 +98,13 @@ func newUserListCmd() *cobra.Command {
 		Args:  exactArgs(0, "no arguments"),
 	}
 	cf := addClientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		conn, err := cf.connect(cmd.Context())
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		ctx, cancel := conn.step(cmd.Context())
-		defer cancel()
+	cmd.RunE = cf.stepRunE(func(ctx context.Context, cmd *cobra.Command, _ []string, conn *conn) error {
 		users, err := conn.adm.DescribeUserSCRAMs(ctx)
 		if err != nil {
 			return conn.wrap("user list", err)
 		}
 		return printUsers(cmd.OutOrStdout(), users)
-	}
+	})
 	return cmd
 }
 

@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,5 +164,34 @@ func TestProduceConfigErrors(t *testing.T) {
 		if err := c.validate(); err == nil {
 			t.Errorf("%+v: no error", c)
 		}
+	}
+}
+
+// TestStopProcess: a process that exits on SIGTERM is waited for; one
+// that ignores it is killed after the grace.
+func TestStopProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	StopProcess(cmd, time.Minute)
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("process state after StopProcess: %v, want ended by SIGTERM", cmd.ProcessState)
+	}
+
+	cmd = exec.Command("sh", "-c", `trap "" TERM; echo ready; exec sleep 60`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	StopProcess(cmd, 10*time.Millisecond)
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("process state after StopProcess: %v, want killed", cmd.ProcessState)
 	}
 }

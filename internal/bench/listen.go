@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"net"
+	"os/exec"
+	"syscall"
 	"time"
 )
 
@@ -31,5 +33,22 @@ func WaitListening(addr string, limit time.Duration) error {
 			return fmt.Errorf("broker not listening on %s: %w", addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StopProcess stops a started broker process: SIGTERM, then SIGKILL if
+// it has not exited after grace. It returns once the process has exited
+// and been waited for.
+func StopProcess(cmd *exec.Cmd, grace time.Duration) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		cmd.Process.Kill()
+		<-done
 	}
 }

@@ -10,13 +10,13 @@ package console
 // answered 401 after a delay that grows with each failure from the same
 // address, counted together with the broker's failed SASL logins
 // (broker.LoginFailed). Passwords are never logged. A successful check
-// is remembered for loginCacheFor (keyed by a keyed hash of user and
-// password, never the password), so that a page polling the API does
-// not run the SCRAM key derivation on every request; a changed or
-// deleted password therefore stops working in the console within that
-// time. Basic authentication sends the password with every request:
-// serve the console over TLS (a reverse proxy) when it is reachable
-// beyond the host.
+// is remembered for 30 s (httpserve.BasicLogin; keyed by a keyed hash of
+// user and password, never the password), so that a page polling the
+// API does not run the SCRAM key derivation on every request; a changed
+// or deleted password therefore stops working in the console within
+// that time. Basic authentication sends the password with every
+// request: serve the console over TLS (a reverse proxy) when it is
+// reachable beyond the host.
 //
 // Access: the console acts as the logged-in user, and with the broker's
 // authorization on it shows and does only what that user's ACLs allow,
@@ -47,106 +47,31 @@ package console
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-// Login cache bounds.
-const (
-	loginCacheFor  = 30 * time.Second
-	loginCacheSize = 1024
+	"github.com/sluicedb/sluice/internal/httpserve"
 )
 
 // basicLogin is the Authenticator used when the broker has SASL
 // listeners: HTTP Basic authentication against the SASL credentials.
-type basicLogin struct {
-	s   *Server
-	key [32]byte // HMAC key for the cache; random per process
-
-	mu sync.Mutex                // guards ok
-	ok map[[32]byte]loginSuccess // recent successful checks by HMAC(user, password)
-}
-
-type loginSuccess struct {
-	user    string
-	expires time.Time
-}
-
-func newBasicLogin(s *Server) *basicLogin {
-	l := &basicLogin{s: s, ok: map[[32]byte]loginSuccess{}}
-	rand.Read(l.key[:])
-	return l
-}
-
-// authenticate implements Authenticator.
-func (l *basicLogin) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
-	user, password, given := r.BasicAuth()
-	if !given {
-		unauthorized(w, "log in with a Sluice user name and password (the broker's SASL users)")
-		return "", false
-	}
-	now := time.Now()
-	mac := hmac.New(sha256.New, l.key[:])
-	fmt.Fprintf(mac, "%d:%s:%s", len(user), user, password)
-	var k [32]byte
-	copy(k[:], mac.Sum(nil))
-	l.mu.Lock()
-	hit, cached := l.ok[k]
-	l.mu.Unlock()
-	if cached && now.Before(hit.expires) && hit.user == user {
+func basicLogin(l *httpserve.BasicLogin) Authenticator {
+	return func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		user, err := l.Check(r)
+		if err != nil {
+			unauthorized(w, err.Error())
+			return "", false
+		}
 		return user, true
 	}
-	if user == "" || !l.s.b.CheckPassword(user, password) {
-		d := l.s.b.LoginFailed(clientHost(r))
-		l.s.log.Info("console login failed", "user", user, "remote", r.RemoteAddr, "delay", d)
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-		case <-l.s.stop:
-		}
-		t.Stop()
-		unauthorized(w, "wrong user name or password")
-		return "", false
-	}
-	l.mu.Lock()
-	if len(l.ok) >= loginCacheSize {
-		for k, v := range l.ok {
-			if !now.Before(v.expires) {
-				delete(l.ok, k)
-			}
-		}
-		if len(l.ok) >= loginCacheSize {
-			clear(l.ok)
-		}
-	}
-	l.ok[k] = loginSuccess{user: user, expires: now.Add(loginCacheFor)}
-	l.mu.Unlock()
-	return user, true
 }
 
 func unauthorized(w http.ResponseWriter, msg string) {
 	w.Header().Set("WWW-Authenticate", `Basic realm="Sluice"`)
 	writeErr(w, http.StatusUnauthorized, msg)
-}
-
-// clientHost is the HTTP client's address without the port: the host
-// ACLs and the failed-login delay are checked against.
-func clientHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // aclUser is the user ACLs are checked for: the logged-in user, or
@@ -163,7 +88,7 @@ const clusterName = "kafka-cluster"
 
 // may reports whether the request's user may perform op on a resource.
 func (s *Server) may(r *http.Request, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	return s.b.Allowed(aclUser(r.Context()), clientHost(r), op, rt, name)
+	return s.b.Allowed(aclUser(r.Context()), httpserve.ClientHost(r), op, rt, name)
 }
 
 // need is may as an error: a 403 naming what is missing.

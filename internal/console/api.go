@@ -37,6 +37,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/broker"
@@ -443,22 +444,14 @@ func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 // classicGroupMembers describes a classic group's members (DescribeGroups).
 func (s *Server) classicGroupMembers(ctx context.Context, id string) ([]memberInfo, error) {
 	described, err := s.adm.DescribeGroups(ctx, id)
-	if err != nil {
+	d, err := describedGroup(described, err, id, func(d *kadm.DescribedGroup) error { return d.Err })
+	if d == nil {
 		return nil, err
-	}
-	d, ok := described[id]
-	if !ok {
-		return nil, nil
-	}
-	if d.Err != nil {
-		return nil, d.Err
 	}
 	var members []memberInfo
 	for _, m := range d.Members {
-		mi := memberInfo{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assigned: map[string][]int32{}}
-		if m.InstanceID != nil {
-			mi.InstanceID = *m.InstanceID
-		}
+		mi := memberInfo{MemberID: m.MemberID, InstanceID: orEmpty(m.InstanceID), ClientID: m.ClientID, ClientHost: m.ClientHost,
+			Assigned: map[string][]int32{}}
 		if a, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range a.Topics {
 				mi.Assigned[t.Topic] = slices.Sorted(slices.Values(t.Partitions))
@@ -473,6 +466,22 @@ func (s *Server) classicGroupMembers(ctx context.Context, id string) ([]memberIn
 // members with their epochs (ConsumerGroupDescribe).
 func (s *Server) consumerGroupMembers(ctx context.Context, id string) ([]memberInfo, error) {
 	described, err := s.adm.DescribeConsumerGroups(ctx, id)
+	d, err := describedGroup(described, err, id, func(d *kadm.DescribedConsumerGroup) error { return d.Err })
+	if d == nil {
+		return nil, err
+	}
+	var members []memberInfo
+	for _, m := range d.Members {
+		members = append(members, memberInfo{MemberID: m.MemberID, InstanceID: orEmpty(m.InstanceID), ClientID: m.ClientID,
+			ClientHost: m.ClientHost, MemberEpoch: &m.MemberEpoch, Assigned: assignedOf(m.Assignment)})
+	}
+	return members, nil
+}
+
+// describedGroup picks group id out of a describe answer (described,
+// err): nil when the answer leaves the group out, or with the request's
+// or the group's error.
+func describedGroup[G any](described map[string]G, err error, id string, groupErr func(*G) error) (*G, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -480,17 +489,15 @@ func (s *Server) consumerGroupMembers(ctx context.Context, id string) ([]memberI
 	if !ok {
 		return nil, nil
 	}
-	if d.Err != nil {
-		return nil, d.Err
+	if err := groupErr(&d); err != nil {
+		return nil, err
 	}
-	var members []memberInfo
-	for _, m := range d.Members {
-		mi := memberInfo{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost,
-			MemberEpoch: &m.MemberEpoch, Assigned: assignedOf(m.Assignment)}
-		if m.InstanceID != nil {
-			mi.InstanceID = *m.InstanceID
-		}
-		members = append(members, mi)
+	return &d, nil
+}
+
+func orEmpty(s *string) string {
+	if s == nil {
+		return ""
 	}
-	return members, nil
+	return *s
 }

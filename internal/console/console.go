@@ -51,6 +51,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/httpserve"
 	"github.com/sluicedb/sluice/internal/schemaregistry"
 )
 
@@ -105,9 +106,9 @@ type Config struct {
 // charts' history.
 //
 // Goroutines: New starts the sampler goroutine; Serve runs an HTTP
-// server goroutine per listener. Close stops both (the sampler by
-// closing stop, servers by Shutdown) and waits for them, then closes the
-// in-process Kafka client. Close is idempotent.
+// server goroutine per listener (httpserve.Servers). Close stops both
+// (servers by Shutdown, then the sampler by closing stop) and waits for
+// them, then closes the in-process Kafka client. Close is idempotent.
 type Server struct {
 	cfg     Config
 	b       *broker.Broker
@@ -120,12 +121,10 @@ type Server struct {
 	clOpt   []kgo.Opt     // options for per-request consumers (the message browser)
 	sem     chan struct{} // bounds concurrent message-browser reads
 
-	mu      sync.Mutex // guards servers and closed
-	servers []*http.Server
-	closed  bool
+	servers *httpserve.Servers // those Serve starts; shut down by Close
 
-	stop      chan struct{} // closed by Close: ends the sampler
-	wg        sync.WaitGroup
+	stop      chan struct{}  // closed by Close: ends the sampler and failed-login delays
+	wg        sync.WaitGroup // the sampler
 	closeOnce sync.Once
 }
 
@@ -176,8 +175,9 @@ func New(cfg Config) (*Server, error) {
 		sem:   make(chan struct{}, 4),
 		stop:  make(chan struct{}),
 	}
+	s.servers = httpserve.NewServers("console", errors.New("console: closed"), s.log)
 	if s.cfg.Auth == nil && b.SASLEnabled() {
-		s.cfg.Auth = newBasicLogin(s).authenticate
+		s.cfg.Auth = basicLogin(httpserve.NewBasicLogin(b, s.log, "console", s.stop))
 	}
 	s.routes()
 	s.wg.Add(1)
@@ -191,49 +191,13 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve serves HTTP on ln until Close. It returns at once; the listener
 // is closed by Close.
-func (s *Server) Serve(ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		ln.Close()
-		return errors.New("console: closed")
-	}
-	s.servers = append(s.servers, srv)
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("console HTTP server stopped", "err", err)
-		}
-	}()
-	return nil
-}
+func (s *Server) Serve(ln net.Listener) error { return s.servers.Serve(ln, s.handler) }
 
 // Close stops the HTTP servers (letting requests in flight finish for
 // up to 5 s), the sampler and the Kafka client.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		srvs := s.servers
-		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		for _, srv := range srvs {
-			if srv.Shutdown(ctx) != nil {
-				srv.Close()
-			}
-		}
-		cancel()
+		s.servers.Shutdown(5 * time.Second)
 		close(s.stop)
 		s.wg.Wait()
 		s.kcl.Close()
@@ -244,12 +208,7 @@ func (s *Server) Close() error {
 // ListenAndServe listens on addr and serves there; it returns the
 // listener's address (for ":0").
 func (s *Server) ListenAndServe(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("console: listen on %s: %w", addr, err)
-	}
-	a := ln.Addr().String()
-	return a, s.Serve(ln)
+	return s.servers.ListenAndServe(addr, nil, s.handler)
 }
 
 type userKey struct{}

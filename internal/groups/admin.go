@@ -199,12 +199,7 @@ func (c *Coordinator) deleteGroup(id string) int16 {
 	for _, k := range sortedKeys(g.offsets) {
 		recs = append(recs, kv{Key: offsetKey(g.id, k.topic, k.partition)})
 	}
-	if g.meta != nil {
-		recs = append(recs, kv{Key: groupKey(g.id)})
-	}
-	if g.cg != nil && g.cgRecorded {
-		recs = append(recs, g.cg.tombstones(g.id)...)
-	}
+	recs = append(recs, g.tombstonesLocked()...)
 	g.mu.Unlock()
 	var err error
 	if len(recs) > 0 {

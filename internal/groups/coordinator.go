@@ -473,12 +473,7 @@ func (c *Coordinator) expire() {
 		drop := len(gone) == len(g.offsets) && len(g.pending) == 0
 		if drop {
 			g.setStateLocked(stateDead, now)
-			if g.meta != nil {
-				recs = append(recs, kv{Key: groupKey(g.id)})
-			}
-			if g.cg != nil && g.cgRecorded {
-				recs = append(recs, g.cg.tombstones(g.id)...)
-			}
+			recs = append(recs, g.tombstonesLocked()...)
 		}
 		g.mu.Unlock()
 		var err error

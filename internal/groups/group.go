@@ -175,6 +175,20 @@ func (g *group) setStateLocked(s state, now time.Time) {
 	g.stateSince = now
 }
 
+// tombstonesLocked are the records that delete what the log holds of g
+// besides its offsets: its classic metadata and its consumer-group
+// records.
+func (g *group) tombstonesLocked() []kv {
+	var recs []kv
+	if g.meta != nil {
+		recs = append(recs, kv{Key: groupKey(g.id)})
+	}
+	if g.cg != nil && g.cgRecorded {
+		recs = append(recs, g.cg.tombstones(g.id)...)
+	}
+	return recs
+}
+
 // supportsLocked reports whether a member with this protocol type and
 // protocols may join: the type must match the group's, and at least one
 // of its protocols must be supported by every other member.

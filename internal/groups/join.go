@@ -719,6 +719,24 @@ func (c *Coordinator) LeaveGroup(_ context.Context, req *kmsg.LeaveGroupRequest)
 
 // leave removes members, returning a code per member; a group-level
 // error goes to *top (and codes is nil).
+// leavingMemberID is the member id a leaving member stands for: its
+// member id or, given an instance id, the static member's with it
+// (errUnknownMemberID if there is none, errFencedInstanceID if the
+// member id given is another).
+func leavingMemberID(lm kmsg.LeaveGroupRequestMember, static map[string]string) (string, int16) {
+	if lm.InstanceID == nil || *lm.InstanceID == "" {
+		return lm.MemberID, errNone
+	}
+	sid, ok := static[*lm.InstanceID]
+	switch {
+	case !ok:
+		return "", errUnknownMemberID
+	case lm.MemberID != "" && lm.MemberID != sid:
+		return "", errFencedInstanceID
+	}
+	return sid, errNone
+}
+
 func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMember, top *int16) []int16 {
 	if c.closing.Load() {
 		*top = errCoordinatorNotAvailable
@@ -750,18 +768,10 @@ func (c *Coordinator) leave(groupID string, leaving []kmsg.LeaveGroupRequestMemb
 	}
 	removed := false
 	for i, lm := range leaving {
-		id := lm.MemberID
-		if lm.InstanceID != nil && *lm.InstanceID != "" {
-			sid, ok := g.static[*lm.InstanceID]
-			switch {
-			case !ok:
-				codes[i] = errUnknownMemberID
-				continue
-			case id != "" && id != sid:
-				codes[i] = errFencedInstanceID
-				continue
-			}
-			id = sid
+		id, code := leavingMemberID(lm, g.static)
+		if code != errNone {
+			codes[i] = code
+			continue
 		}
 		if t, ok := g.pending[id]; ok {
 			t.Stop()

@@ -198,18 +198,10 @@ func (c *Coordinator) leaveConsumer(g *group, leaving []kmsg.LeaveGroupRequestMe
 	t := newTxn(g.cg)
 	var ids []string
 	for i, lm := range leaving {
-		id := lm.MemberID
-		if lm.InstanceID != nil && *lm.InstanceID != "" {
-			sid, ok := t.n.static[*lm.InstanceID]
-			switch {
-			case !ok:
-				codes[i] = errUnknownMemberID
-				continue
-			case id != "" && id != sid:
-				codes[i] = errFencedInstanceID
-				continue
-			}
-			id = sid
+		id, code := leavingMemberID(lm, t.n.static)
+		if code != errNone {
+			codes[i] = code
+			continue
 		}
 		if m := t.n.members[id]; m == nil || m.Classic == nil {
 			codes[i] = errUnknownMemberID

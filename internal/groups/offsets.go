@@ -149,16 +149,7 @@ func (c *Coordinator) commit(req *kmsg.OffsetCommitRequest, codes [][]int16) {
 	if len(recs) == 0 {
 		return
 	}
-	err := c.st.append(recs, func(base int64) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		for i, k := range keys {
-			vals[i].logOffset = base + int64(i)
-			if old := g.offsets[k]; old == nil || old.logOffset < vals[i].logOffset {
-				g.offsets[k] = vals[i]
-			}
-		}
-	})
+	err := c.writeOffsets(g, keys, vals, recs)
 	if err != nil {
 		c.cfg.Logger.Warn("groups: writing offset commit failed", "group", g.id, "err", err)
 		for i, t := range req.Topics {
@@ -183,6 +174,22 @@ type fetchTopic struct {
 type fetched struct {
 	topic string
 	kmsg.OffsetFetchResponseGroupTopicPartition
+}
+
+// writeOffsets writes recs, the commits vals of keys, and once they are
+// durable applies each to g unless g holds a commit of that partition
+// written later in the log. Callers do not hold g.mu.
+func (c *Coordinator) writeOffsets(g *group, keys []tp, vals []*committed, recs []kv) error {
+	return c.st.append(recs, func(base int64) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for i, k := range keys {
+			vals[i].logOffset = base + int64(i)
+			if old := g.offsets[k]; old == nil || old.logOffset < vals[i].logOffset {
+				g.offsets[k] = vals[i]
+			}
+		}
+	})
 }
 
 // fetch answers an OffsetFetch for one group. all asks for every

@@ -100,16 +100,7 @@ func (c *Coordinator) CommitTxnOffsets(group string, offs []TxnOffset, notBefore
 	if len(recs) == 0 {
 		return nil
 	}
-	err := c.st.append(recs, func(base int64) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		for i, k := range keys {
-			vals[i].logOffset = base + int64(i)
-			if old := g.offsets[k]; old == nil || old.logOffset < vals[i].logOffset {
-				g.offsets[k] = vals[i]
-			}
-		}
-	})
+	err := c.writeOffsets(g, keys, vals, recs)
 	if err != nil {
 		return fmt.Errorf("groups: write transactional offsets of %s: %w", group, err)
 	}

@@ -36,9 +36,9 @@ func (reg *Registry) routes() http.Handler {
 	h("GET /subjects", reg.listSubjects)
 	h("GET /subjects/{subject}/versions", reg.listVersions)
 	h("POST /subjects/{subject}/versions", reg.register)
-	h("GET /subjects/{subject}/versions/{version}", reg.getVersion)
-	h("GET /subjects/{subject}/versions/{version}/schema", reg.getVersionSchema)
-	h("GET /subjects/{subject}/versions/{version}/referencedby", reg.referencedBy)
+	h("GET /subjects/{subject}/versions/{version}", reg.readVersion(false, showVersionLocked))
+	h("GET /subjects/{subject}/versions/{version}/schema", reg.readVersion(false, rawVersionLocked))
+	h("GET /subjects/{subject}/versions/{version}/referencedby", reg.readVersion(true, reg.referencedByLocked))
 	h("DELETE /subjects/{subject}/versions/{version}", reg.deleteVersion)
 	h("POST /subjects/{subject}", reg.lookup)
 	h("DELETE /subjects/{subject}", reg.deleteSubject)
@@ -46,22 +46,20 @@ func (reg *Registry) routes() http.Handler {
 	h("GET /schemas/types", func(http.ResponseWriter, *http.Request) (any, error) {
 		return []string{typeJSON, typeProtobuf, typeAvro}, nil
 	})
-	h("GET /schemas/ids/{id}", reg.schemaByID)
-	h("GET /schemas/ids/{id}/schema", reg.rawSchemaByID)
-	h("GET /schemas/ids/{id}/subjects", reg.subjectsByID)
-	h("GET /schemas/ids/{id}/versions", reg.versionsByID)
-	h("GET /config", reg.getConfig)
-	h("PUT /config", reg.putConfig)
-	h("DELETE /config", reg.deleteConfig)
-	h("GET /config/{subject}", reg.getConfig)
-	h("PUT /config/{subject}", reg.putConfig)
-	h("DELETE /config/{subject}", reg.deleteConfig)
-	h("GET /mode", reg.getMode)
-	h("PUT /mode", reg.putMode)
-	h("DELETE /mode", reg.deleteMode)
-	h("GET /mode/{subject}", reg.getMode)
-	h("PUT /mode/{subject}", reg.putMode)
-	h("DELETE /mode/{subject}", reg.deleteMode)
+	h("GET /schemas/ids/{id}", reg.readID(schemaByIDLocked))
+	h("GET /schemas/ids/{id}/schema", reg.readID(rawSchemaByIDLocked))
+	h("GET /schemas/ids/{id}/subjects", reg.readID(reg.subjectsByIDLocked))
+	h("GET /schemas/ids/{id}/versions", reg.readID(reg.versionsByIDLocked))
+	for _, path := range []string{"/config", "/config/{subject}"} {
+		h("GET "+path, reg.getSetting(&configAPI))
+		h("PUT "+path, reg.putSetting(&configAPI))
+		h("DELETE "+path, reg.deleteSetting(&configAPI))
+	}
+	for _, path := range []string{"/mode", "/mode/{subject}"} {
+		h("GET "+path, reg.getSetting(&modeAPI))
+		h("PUT "+path, reg.putSetting(&modeAPI))
+		h("DELETE "+path, reg.deleteSetting(&modeAPI))
+	}
 	h("POST /compatibility/subjects/{subject}/versions/{version}", reg.checkCompat)
 	h("POST /compatibility/subjects/{subject}/versions", reg.checkCompat)
 	h("/", func(_ http.ResponseWriter, r *http.Request) (any, error) {
@@ -82,10 +80,10 @@ func (reg *Registry) serveAPI(pattern string, fn handlerFunc) http.Handler {
 
 func (reg *Registry) serveOne(w http.ResponseWriter, r *http.Request, fn handlerFunc) int {
 	if reg.login != nil {
-		user, err := reg.login.authenticate(r)
+		user, err := reg.login.Check(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Basic realm="Sluice schema registry"`)
-			return writeErr(w, err)
+			return writeErr(w, errf(http.StatusUnauthorized, codeUnauthorized, "Unauthorized: %v", err))
 		}
 		r = r.WithContext(context.WithValue(r.Context(), userKey{}, user))
 	} else if user := certUser(r); user != "" {
@@ -232,50 +230,36 @@ func (reg *Registry) findVersionLocked(subject, vs string, deleted bool) (*versi
 	return v, nil
 }
 
-func (reg *Registry) getVersion(w http.ResponseWriter, r *http.Request) (any, error) {
-	subject := r.PathValue("subject")
-	if err := reg.need(r, kmsg.ACLOperationRead, subject); err != nil {
-		return nil, err
+// readVersion is a GET of one version of the path's subject: READ on
+// the subject, then show's answer for the version the path names
+// (soft-deleted ones with ?deleted=true, or always with anyDeleted),
+// under mu.
+func (reg *Registry) readVersion(anyDeleted bool, show func(*version) any) handlerFunc {
+	return func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		subject := r.PathValue("subject")
+		if err := reg.need(r, kmsg.ACLOperationRead, subject); err != nil {
+			return nil, err
+		}
+		reg.mu.RLock()
+		defer reg.mu.RUnlock()
+		v, err := reg.findVersionLocked(subject, r.PathValue("version"), anyDeleted || boolParam(r, "deleted"))
+		if err != nil {
+			return nil, err
+		}
+		return show(v), nil
 	}
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	v, err := reg.findVersionLocked(subject, r.PathValue("version"), boolParam(r, "deleted"))
-	if err != nil {
-		return nil, err
-	}
-	return showVersion(v), nil
 }
 
-func (reg *Registry) getVersionSchema(w http.ResponseWriter, r *http.Request) (any, error) {
-	subject := r.PathValue("subject")
-	if err := reg.need(r, kmsg.ACLOperationRead, subject); err != nil {
-		return nil, err
-	}
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	v, err := reg.findVersionLocked(subject, r.PathValue("version"), boolParam(r, "deleted"))
-	if err != nil {
-		return nil, err
-	}
-	return rawString(v.schema), nil
-}
+func showVersionLocked(v *version) any { return showVersion(v) }
 
-func (reg *Registry) referencedBy(w http.ResponseWriter, r *http.Request) (any, error) {
-	subject := r.PathValue("subject")
-	if err := reg.need(r, kmsg.ACLOperationRead, subject); err != nil {
-		return nil, err
-	}
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	v, err := reg.findVersionLocked(subject, r.PathValue("version"), true)
-	if err != nil {
-		return nil, err
-	}
+func rawVersionLocked(v *version) any { return rawString(v.schema) }
+
+func (reg *Registry) referencedByLocked(v *version) any {
 	out := reg.st.referencedBy(v.subject, v.version)
 	if out == nil {
 		out = []int{}
 	}
-	return out, nil
+	return out
 }
 
 // schemaRequest is the body of register, lookup and compatibility
@@ -360,6 +344,18 @@ func (reg *Registry) parseVersionLocked(v *version) (parsed, error) {
 	return parseSchema(v.typ, v.schema, deps)
 }
 
+// registeredLocked normalizes req's type and returns the version of
+// subject (soft-deleted ones with deleted) that holds req's schema,
+// found without a parse, or nil.
+func (reg *Registry) registeredLocked(subject string, req *schemaRequest, deleted bool) *version {
+	req.SchemaType = normType(strings.ToUpper(req.SchemaType))
+	_, refs, err := reg.resolveLocked(req.References)
+	if err != nil || req.Schema == "" {
+		return nil
+	}
+	return reg.matchLocked(subject, req.SchemaType, req.Schema, refs, deleted)
+}
+
 // matchLocked finds a version of subject holding the schema text (in
 // either canonical form) with refs.
 func (reg *Registry) matchLocked(subject, typ, text string, refs []Reference, deleted bool) *version {
@@ -385,27 +381,17 @@ func (reg *Registry) register(w http.ResponseWriter, r *http.Request) (any, erro
 		return nil, err
 	}
 	normalize := boolParam(r, "normalize")
-	if err := reg.lockWrite(r.Context()); err != nil {
-		return nil, err
-	}
-	defer reg.wmu.Unlock()
-	reg.mu.RLock()
-	v, err := reg.prepareRegisterLocked(subject, &req, normalize)
-	reg.mu.RUnlock()
+	var v *version
+	err := reg.change(r.Context(), func() (recs []record, err error) {
+		reg.mu.RLock()
+		v, err = reg.prepareRegisterLocked(subject, &req, normalize)
+		reg.mu.RUnlock()
+		if err != nil || v.version == 0 { // version 0: already registered
+			return nil, err
+		}
+		return []record{v.record(false)}, nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	if v.version == 0 { // already registered
-		return map[string]int{"id": v.id}, nil
-	}
-	rec := record{key: schemaKey(subject, v.version), value: schemaValue{
-		Subject: subject, Version: v.version, ID: v.id, References: v.refs, Schema: v.schema}}
-	if v.typ != typeAvro {
-		sv := rec.value.(schemaValue)
-		sv.SchemaType = v.typ
-		rec.value = sv
-	}
-	if err := reg.write(r.Context(), rec); err != nil {
 		return nil, err
 	}
 	return map[string]int{"id": v.id}, nil
@@ -425,13 +411,10 @@ func (reg *Registry) prepareRegisterLocked(subject string, req *schemaRequest, n
 		}
 	}
 	// The same schema registered before is answered without a parse.
-	req.SchemaType = normType(strings.ToUpper(req.SchemaType))
-	typ := req.SchemaType
-	if _, refs, err := reg.resolveLocked(req.References); err == nil && req.Schema != "" {
-		if prev := reg.matchLocked(subject, typ, req.Schema, refs, false); prev != nil && (req.ID <= 0 || req.ID == prev.id) {
-			return &version{id: prev.id}, nil
-		}
+	if prev := reg.registeredLocked(subject, req, false); prev != nil && (req.ID <= 0 || req.ID == prev.id) {
+		return &version{id: prev.id}, nil
 	}
+	typ := req.SchemaType
 	p, refs, err := reg.parseRequestLocked(req)
 	if err != nil {
 		return nil, err
@@ -507,6 +490,21 @@ func (reg *Registry) lockWrite(ctx context.Context) error {
 	return nil
 }
 
+// change makes a change: under wmu (lockWrite), prepare checks it
+// against the state and returns the records to write, which write
+// writes and applies; with none, nothing is written.
+func (reg *Registry) change(ctx context.Context, prepare func() ([]record, error)) error {
+	if err := reg.lockWrite(ctx); err != nil {
+		return err
+	}
+	defer reg.wmu.Unlock()
+	recs, err := prepare()
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	return reg.write(ctx, recs...)
+}
+
 // write writes records to the topic and, once durable, applies them.
 // Callers hold wmu.
 //
@@ -529,13 +527,23 @@ func (reg *Registry) write(ctx context.Context, recs ...record) error {
 	return nil
 }
 
-func (reg *Registry) lookup(w http.ResponseWriter, r *http.Request) (any, error) {
+// readSchemaRequest checks READ on the path's subject and reads the
+// body (lookup and compatibility checks).
+func (reg *Registry) readSchemaRequest(r *http.Request) (string, *schemaRequest, error) {
 	subject := r.PathValue("subject")
 	if err := reg.need(r, kmsg.ACLOperationRead, subject); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	var req schemaRequest
 	if err := decodeBody(r, &req); err != nil {
+		return "", nil, err
+	}
+	return subject, &req, nil
+}
+
+func (reg *Registry) lookup(w http.ResponseWriter, r *http.Request) (any, error) {
+	subject, req, err := reg.readSchemaRequest(r)
+	if err != nil {
 		return nil, err
 	}
 	reg.mu.RLock()
@@ -547,13 +555,10 @@ func (reg *Registry) lookup(w http.ResponseWriter, r *http.Request) (any, error)
 	// A schema registered before is found without a parse; one that is
 	// not is parsed, to tell an invalid schema (42201) from an unknown
 	// one (40403).
-	req.SchemaType = normType(strings.ToUpper(req.SchemaType))
-	if _, refs, err := reg.resolveLocked(req.References); err == nil && req.Schema != "" {
-		if v := reg.matchLocked(subject, req.SchemaType, req.Schema, refs, deleted); v != nil {
-			return showVersion(v), nil
-		}
+	if v := reg.registeredLocked(subject, req, deleted); v != nil {
+		return showVersion(v), nil
 	}
-	if _, _, err := reg.parseRequestLocked(&req); err != nil {
+	if _, _, err := reg.parseRequestLocked(req); err != nil {
 		return nil, err
 	}
 	return nil, errSchemaNotFound()
@@ -565,10 +570,28 @@ func (reg *Registry) deleteVersion(w http.ResponseWriter, r *http.Request) (any,
 		return nil, err
 	}
 	permanent := boolParam(r, "permanent")
-	if err := reg.lockWrite(r.Context()); err != nil {
+	var deleted int
+	err := reg.change(r.Context(), func() ([]record, error) {
+		v, err := reg.versionToDelete(subject, r.PathValue("version"), permanent)
+		if err != nil {
+			return nil, err
+		}
+		deleted = v.version
+		if permanent {
+			return []record{{key: schemaKey(subject, v.version)}}, nil
+		}
+		return []record{v.record(true)}, nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	defer reg.wmu.Unlock()
+	return deleted, nil
+}
+
+// versionToDelete checks the delete of the version of subject that vs
+// names (with permanent, a hard delete) and returns the version.
+// Callers hold wmu.
+func (reg *Registry) versionToDelete(subject, vs string, permanent bool) (*version, error) {
 	reg.mu.RLock()
 	if reg.st.modeOf(subject) == modeReadOnly {
 		reg.mu.RUnlock()
@@ -576,8 +599,8 @@ func (reg *Registry) deleteVersion(w http.ResponseWriter, r *http.Request) (any,
 	}
 	// A number names a soft-deleted version too (to say so); latest is
 	// the highest live one, or with permanent the highest.
-	_, latest, _ := parseVersion(r.PathValue("version"))
-	v, err := reg.findVersionLocked(subject, r.PathValue("version"), permanent || !latest)
+	_, latest, _ := parseVersion(vs)
+	v, err := reg.findVersionLocked(subject, vs, permanent || !latest)
 	if err == nil && v.deleted && !permanent {
 		err = errf(http.StatusNotFound, codeVersionSoftDeleted,
 			"Subject '%s' Version %d was soft deleted.Set permanent=true to delete permanently", subject, v.version)
@@ -594,24 +617,11 @@ func (reg *Registry) deleteVersion(w http.ResponseWriter, r *http.Request) (any,
 		return nil, errf(http.StatusUnprocessableEntity, codeReferenceExists,
 			"One or more references exist to the schema {subject=%s,version=%d}: ids %v", subject, v.version, refBy)
 	}
-	if permanent {
-		if !v.deleted {
-			return nil, errf(http.StatusNotFound, codeVersionNotSoftDeleted,
-				"Subject '%s' Version %d was not deleted first before being permanently deleted", subject, v.version)
-		}
-		if err := reg.write(r.Context(), record{key: schemaKey(subject, v.version)}); err != nil {
-			return nil, err
-		}
-		return v.version, nil
+	if permanent && !v.deleted {
+		return nil, errf(http.StatusNotFound, codeVersionNotSoftDeleted,
+			"Subject '%s' Version %d was not deleted first before being permanently deleted", subject, v.version)
 	}
-	sv := schemaValue{Subject: subject, Version: v.version, ID: v.id, References: v.refs, Schema: v.schema, Deleted: true}
-	if v.typ != typeAvro {
-		sv.SchemaType = v.typ
-	}
-	if err := reg.write(r.Context(), record{key: schemaKey(subject, v.version), value: sv}); err != nil {
-		return nil, err
-	}
-	return v.version, nil
+	return v, nil
 }
 
 func (reg *Registry) deleteSubject(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -620,10 +630,21 @@ func (reg *Registry) deleteSubject(w http.ResponseWriter, r *http.Request) (any,
 		return nil, err
 	}
 	permanent := boolParam(r, "permanent")
-	if err := reg.lockWrite(r.Context()); err != nil {
+	var out []int
+	err := reg.change(r.Context(), func() (recs []record, err error) {
+		recs, out, err = reg.subjectToDelete(subject, permanent)
+		return recs, err
+	})
+	if err != nil {
 		return nil, err
 	}
-	defer reg.wmu.Unlock()
+	return out, nil
+}
+
+// subjectToDelete checks the delete of subject (with permanent, a hard
+// delete) and returns the records to write and the versions deleted.
+// Callers hold wmu.
+func (reg *Registry) subjectToDelete(subject string, permanent bool) ([]record, []int, error) {
 	reg.mu.RLock()
 	all := reg.st.versions(subject, true)
 	live := reg.st.versions(subject, false)
@@ -634,20 +655,20 @@ func (reg *Registry) deleteSubject(w http.ResponseWriter, r *http.Request) (any,
 	}
 	reg.mu.RUnlock()
 	if mode == modeReadOnly {
-		return nil, errNotPermitted("Subject %s is in read-only mode", subject)
+		return nil, nil, errNotPermitted("Subject %s is in read-only mode", subject)
 	}
 	if len(all) == 0 {
-		return nil, errSubjectNotFound(subject)
+		return nil, nil, errSubjectNotFound(subject)
 	}
 	if len(refBy) > 0 {
-		return nil, errf(http.StatusUnprocessableEntity, codeReferenceExists,
+		return nil, nil, errf(http.StatusUnprocessableEntity, codeReferenceExists,
 			"One or more references exist to the subject %s: ids %v", subject, refBy)
 	}
 	var recs []record
 	var out []int
 	if permanent {
 		if len(live) > 0 {
-			return nil, errf(http.StatusNotFound, codeSubjectNotSoftDeleted,
+			return nil, nil, errf(http.StatusNotFound, codeSubjectNotSoftDeleted,
 				"Subject '%s' was not deleted first before being permanently deleted", subject)
 		}
 		for _, v := range all {
@@ -657,24 +678,17 @@ func (reg *Registry) deleteSubject(w http.ResponseWriter, r *http.Request) (any,
 		recs = append(recs, record{key: subjectKey(keyConfig, subject)}, record{key: subjectKey(keyMode, subject)})
 	} else {
 		if len(live) == 0 {
-			return nil, errf(http.StatusNotFound, codeSubjectSoftDeleted,
+			return nil, nil, errf(http.StatusNotFound, codeSubjectSoftDeleted,
 				"Subject '%s' was soft deleted.Set permanent=true to delete permanently", subject)
 		}
 		for _, v := range live {
-			sv := schemaValue{Subject: subject, Version: v.version, ID: v.id, References: v.refs, Schema: v.schema, Deleted: true}
-			if v.typ != typeAvro {
-				sv.SchemaType = v.typ
-			}
-			recs = append(recs, record{key: schemaKey(subject, v.version), value: sv})
+			recs = append(recs, v.record(true))
 			out = append(out, v.version)
 		}
 		recs = append(recs, record{key: subjectKey(keyDeleteSubject, subject),
 			value: deleteSubjectValue{Subject: subject, Version: live[len(live)-1].version}})
 	}
-	if err := reg.write(r.Context(), recs...); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return recs, out, nil
 }
 
 func (reg *Registry) listSchemas(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -738,13 +752,22 @@ func (reg *Registry) usesLocked(id int, deleted bool) []subjectVersion {
 	return out
 }
 
-func (reg *Registry) schemaByID(w http.ResponseWriter, r *http.Request) (any, error) {
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	_, is, err := reg.idLocked(r)
-	if err != nil {
-		return nil, err
+// readID is a GET of what the path's schema id names: show's answer,
+// under mu, once the user may read a subject that uses the id
+// (idLocked).
+func (reg *Registry) readID(show func(r *http.Request, id int, is *idSchema) any) handlerFunc {
+	return func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		reg.mu.RLock()
+		defer reg.mu.RUnlock()
+		id, is, err := reg.idLocked(r)
+		if err != nil {
+			return nil, err
+		}
+		return show(r, id, is), nil
 	}
+}
+
+func schemaByIDLocked(_ *http.Request, _ int, is *idSchema) any {
 	out := struct {
 		SchemaType string      `json:"schemaType,omitempty"`
 		References []Reference `json:"references,omitempty"`
@@ -753,49 +776,29 @@ func (reg *Registry) schemaByID(w http.ResponseWriter, r *http.Request) (any, er
 	if is.typ != typeAvro {
 		out.SchemaType = is.typ
 	}
-	return out, nil
+	return out
 }
 
-func (reg *Registry) rawSchemaByID(w http.ResponseWriter, r *http.Request) (any, error) {
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	_, is, err := reg.idLocked(r)
-	if err != nil {
-		return nil, err
-	}
-	return rawString(is.schema), nil
-}
+func rawSchemaByIDLocked(_ *http.Request, _ int, is *idSchema) any { return rawString(is.schema) }
 
-func (reg *Registry) subjectsByID(w http.ResponseWriter, r *http.Request) (any, error) {
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	id, _, err := reg.idLocked(r)
-	if err != nil {
-		return nil, err
-	}
+func (reg *Registry) subjectsByIDLocked(r *http.Request, id int, _ *idSchema) any {
 	out := []string{}
 	for _, sv := range reg.usesLocked(id, boolParam(r, "deleted")) {
 		if !slices.Contains(out, sv.Subject) && reg.may(r, kmsg.ACLOperationDescribe, sv.Subject) {
 			out = append(out, sv.Subject)
 		}
 	}
-	return out, nil
+	return out
 }
 
-func (reg *Registry) versionsByID(w http.ResponseWriter, r *http.Request) (any, error) {
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	id, _, err := reg.idLocked(r)
-	if err != nil {
-		return nil, err
-	}
+func (reg *Registry) versionsByIDLocked(r *http.Request, id int, _ *idSchema) any {
 	out := []subjectVersion{}
 	for _, sv := range reg.usesLocked(id, boolParam(r, "deleted")) {
 		if reg.may(r, kmsg.ACLOperationDescribe, sv.Subject) {
 			out = append(out, sv)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // configNeed checks the ACL a config or mode request needs: on the
@@ -807,165 +810,165 @@ func (reg *Registry) configNeed(r *http.Request, op kmsg.ACLOperation) error {
 	return reg.needCluster(r, op)
 }
 
-func (reg *Registry) getConfig(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := reg.configNeed(r, kmsg.ACLOperationDescribeConfigs); err != nil {
-		return nil, err
-	}
-	subject := r.PathValue("subject")
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	if subject != "" {
-		c, ok := reg.st.subjConfig[subject]
-		if !ok && !boolParam(r, "defaultToGlobal") {
-			return nil, errf(http.StatusNotFound, codeSubjectCompatNotSet, "Subject '%s' does not have subject-level compatibility configured", subject)
-		}
-		if ok {
-			return map[string]string{"compatibilityLevel": c}, nil
-		}
-	}
-	return map[string]string{"compatibilityLevel": reg.st.compatibility("")}, nil
+// settingAPI is what differs between /config (the compatibility level)
+// and /mode, which get, set and delete a setting, global or of a
+// subject, the same way.
+type settingAPI struct {
+	keyType string                              // of its records: keyConfig or keyMode
+	name    string                              // its name in errors, and a PUT's body and answer field
+	field   string                              // the field of GET and DELETE answers
+	notSet  int                                 // the code of a GET of a subject without its own
+	of      func(*state) *setting               // the setting in the state
+	value   func(v string) any                  // a record's value
+	parse   func(*http.Request) (string, error) // a PUT's body: the value, checked
+	// check, when set, checks a PUT of v against the state; under wmu.
+	check func(reg *Registry, r *http.Request, subject, v string) error
 }
 
-func (reg *Registry) putConfig(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := reg.configNeed(r, kmsg.ACLOperationAlterConfigs); err != nil {
-		return nil, err
-	}
-	subject := r.PathValue("subject")
-	var req struct {
+var configAPI = settingAPI{
+	keyType: keyConfig, name: "compatibility", field: "compatibilityLevel", notSet: codeSubjectCompatNotSet,
+	of:    func(s *state) *setting { return &s.config },
+	value: func(v string) any { return configValue{v} },
+	parse: parseSetting(func(b *configBody) string { return b.Compatibility }, validLevel,
+		func(string) *apiError { return errInvalidCompatibility() }),
+}
+
+var modeAPI = settingAPI{
+	keyType: keyMode, name: "mode", field: "mode", notSet: codeSubjectModeNotSet,
+	of:    func(s *state) *setting { return &s.mode },
+	value: func(v string) any { return modeValue{v} },
+	parse: parseSetting(func(b *modeBody) string { return b.Mode }, validMode, errInvalidMode),
+	check: (*Registry).checkImport,
+}
+
+// The bodies of PUT /config and PUT /mode. They are aliases of unnamed
+// structs so that a decoding error's text names no type.
+type (
+	configBody = struct {
 		Compatibility string `json:"compatibility"`
 	}
-	if err := decodeBody(r, &req); err != nil {
-		return nil, err
-	}
-	level, ok := validLevel(req.Compatibility)
-	if !ok {
-		return nil, errInvalidCompatibility()
-	}
-	if err := reg.lockWrite(r.Context()); err != nil {
-		return nil, err
-	}
-	defer reg.wmu.Unlock()
-	if err := reg.write(r.Context(), record{key: subjectKey(keyConfig, subject), value: configValue{level}}); err != nil {
-		return nil, err
-	}
-	return map[string]string{"compatibility": level}, nil
-}
-
-func (reg *Registry) deleteConfig(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := reg.configNeed(r, kmsg.ACLOperationAlterConfigs); err != nil {
-		return nil, err
-	}
-	subject := r.PathValue("subject")
-	if err := reg.lockWrite(r.Context()); err != nil {
-		return nil, err
-	}
-	defer reg.wmu.Unlock()
-	reg.mu.RLock()
-	old := reg.st.compatibility(subject)
-	_, set := reg.st.subjConfig[subject]
-	exists := len(reg.st.subjects[subject]) > 0
-	reg.mu.RUnlock()
-	if subject != "" && !set && !exists {
-		return nil, errSubjectNotFound(subject)
-	}
-	if err := reg.write(r.Context(), record{key: subjectKey(keyConfig, subject)}); err != nil {
-		return nil, err
-	}
-	return map[string]string{"compatibilityLevel": old}, nil
-}
-
-func (reg *Registry) getMode(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := reg.configNeed(r, kmsg.ACLOperationDescribeConfigs); err != nil {
-		return nil, err
-	}
-	subject := r.PathValue("subject")
-	reg.mu.RLock()
-	defer reg.mu.RUnlock()
-	if subject != "" {
-		m, ok := reg.st.subjMode[subject]
-		if !ok && !boolParam(r, "defaultToGlobal") {
-			return nil, errf(http.StatusNotFound, codeSubjectModeNotSet, "Subject '%s' does not have subject-level mode configured", subject)
-		}
-		if ok {
-			return map[string]string{"mode": m}, nil
-		}
-	}
-	return map[string]string{"mode": reg.st.modeOf("")}, nil
-}
-
-func (reg *Registry) putMode(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := reg.configNeed(r, kmsg.ACLOperationAlterConfigs); err != nil {
-		return nil, err
-	}
-	subject := r.PathValue("subject")
-	var req struct {
+	modeBody = struct {
 		Mode string `json:"mode"`
 	}
-	if err := decodeBody(r, &req); err != nil {
-		return nil, err
-	}
-	mode, ok := validMode(req.Mode)
-	if !ok {
-		return nil, errInvalidMode(req.Mode)
-	}
-	if err := reg.lockWrite(r.Context()); err != nil {
-		return nil, err
-	}
-	defer reg.wmu.Unlock()
-	if mode == modeImport && !boolParam(r, "force") {
-		reg.mu.RLock()
-		var has bool
-		if subject == "" {
-			has = len(reg.st.subjects) > 0
-		} else {
-			has = len(reg.st.subjects[subject]) > 0
+)
+
+// parseSetting reads a PUT's body of type B, whose field gives the
+// value, and checks the value with valid, or fails with invalid.
+func parseSetting[B any](field func(*B) string, valid func(string) (string, bool), invalid func(string) *apiError) func(*http.Request) (string, error) {
+	return func(r *http.Request) (string, error) {
+		var body B
+		if err := decodeBody(r, &body); err != nil {
+			return "", err
 		}
-		reg.mu.RUnlock()
-		if has {
-			return nil, errNotPermitted("Cannot import since found existing subjects")
+		v, ok := valid(field(&body))
+		if !ok {
+			return "", invalid(field(&body))
 		}
+		return v, nil
 	}
-	if err := reg.write(r.Context(), record{key: subjectKey(keyMode, subject), value: modeValue{mode}}); err != nil {
-		return nil, err
-	}
-	return map[string]string{"mode": mode}, nil
 }
 
-func (reg *Registry) deleteMode(w http.ResponseWriter, r *http.Request) (any, error) {
-	if err := reg.configNeed(r, kmsg.ACLOperationAlterConfigs); err != nil {
-		return nil, err
+// checkImport refuses IMPORT mode where subjects exist (globally: any),
+// unless ?force=true.
+func (reg *Registry) checkImport(r *http.Request, subject, mode string) error {
+	if mode != modeImport || boolParam(r, "force") {
+		return nil
 	}
-	subject := r.PathValue("subject")
-	if err := reg.lockWrite(r.Context()); err != nil {
-		return nil, err
-	}
-	defer reg.wmu.Unlock()
 	reg.mu.RLock()
-	old := reg.st.modeOf(subject)
-	_, set := reg.st.subjMode[subject]
-	exists := len(reg.st.subjects[subject]) > 0
+	var has bool
+	if subject == "" {
+		has = len(reg.st.subjects) > 0
+	} else {
+		has = len(reg.st.subjects[subject]) > 0
+	}
 	reg.mu.RUnlock()
-	if subject != "" && !set && !exists {
-		return nil, errSubjectNotFound(subject)
+	if has {
+		return errNotPermitted("Cannot import since found existing subjects")
 	}
-	if err := reg.write(r.Context(), record{key: subjectKey(keyMode, subject)}); err != nil {
-		return nil, err
+	return nil
+}
+
+func (reg *Registry) getSetting(api *settingAPI) handlerFunc {
+	return func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		if err := reg.configNeed(r, kmsg.ACLOperationDescribeConfigs); err != nil {
+			return nil, err
+		}
+		subject := r.PathValue("subject")
+		reg.mu.RLock()
+		defer reg.mu.RUnlock()
+		st := api.of(reg.st)
+		if subject != "" {
+			v, ok := st.own(subject)
+			if !ok && !boolParam(r, "defaultToGlobal") {
+				return nil, errf(http.StatusNotFound, api.notSet, "Subject '%s' does not have subject-level %s configured", subject, api.name)
+			}
+			if ok {
+				return map[string]string{api.field: v}, nil
+			}
+		}
+		return map[string]string{api.field: st.of("")}, nil
 	}
-	return map[string]string{"mode": old}, nil
+}
+
+func (reg *Registry) putSetting(api *settingAPI) handlerFunc {
+	return func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		if err := reg.configNeed(r, kmsg.ACLOperationAlterConfigs); err != nil {
+			return nil, err
+		}
+		subject := r.PathValue("subject")
+		v, err := api.parse(r)
+		if err != nil {
+			return nil, err
+		}
+		err = reg.change(r.Context(), func() ([]record, error) {
+			if api.check != nil {
+				if err := api.check(reg, r, subject, v); err != nil {
+					return nil, err
+				}
+			}
+			return []record{{key: subjectKey(api.keyType, subject), value: api.value(v)}}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{api.name: v}, nil
+	}
+}
+
+func (reg *Registry) deleteSetting(api *settingAPI) handlerFunc {
+	return func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		if err := reg.configNeed(r, kmsg.ACLOperationAlterConfigs); err != nil {
+			return nil, err
+		}
+		subject := r.PathValue("subject")
+		var old string
+		err := reg.change(r.Context(), func() ([]record, error) {
+			reg.mu.RLock()
+			st := api.of(reg.st)
+			old = st.of(subject)
+			_, set := st.own(subject)
+			exists := len(reg.st.subjects[subject]) > 0
+			reg.mu.RUnlock()
+			if subject != "" && !set && !exists {
+				return nil, errSubjectNotFound(subject)
+			}
+			return []record{{key: subjectKey(api.keyType, subject)}}, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{api.field: old}, nil
+	}
 }
 
 func (reg *Registry) checkCompat(w http.ResponseWriter, r *http.Request) (any, error) {
-	subject := r.PathValue("subject")
-	if err := reg.need(r, kmsg.ACLOperationRead, subject); err != nil {
-		return nil, err
-	}
-	var req schemaRequest
-	if err := decodeBody(r, &req); err != nil {
+	subject, req, err := reg.readSchemaRequest(r)
+	if err != nil {
 		return nil, err
 	}
 	reg.mu.RLock()
 	defer reg.mu.RUnlock()
-	p, _, err := reg.parseRequestLocked(&req)
+	p, _, err := reg.parseRequestLocked(req)
 	if err != nil {
 		return nil, err
 	}

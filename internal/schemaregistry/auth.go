@@ -1,17 +1,13 @@
 package schemaregistry
 
 import (
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/httpserve"
 )
 
 // Login: with a SASL listener on the broker, every request needs HTTP
@@ -20,8 +16,9 @@ import (
 // 401 (error_code 40101) after the delay the broker applies to a failed
 // SASL login from the same address, counted together with those
 // (broker.LoginFailed). A successful check is remembered for
-// loginCacheFor under a keyed hash of user and password, so that a
-// client's every request does not pay the SCRAM key derivation.
+// 30 s under a keyed hash of user and password, so that a client's
+// every request does not pay the SCRAM key derivation
+// (httpserve.BasicLogin).
 //
 // Without SASL, a client certificate verified against the broker's
 // client CA (--tls-client-ca, which then requires one, as on the broker's
@@ -56,75 +53,7 @@ const SubjectACLPrefix = "subject:"
 // clusterName is Kafka's cluster resource.
 const clusterName = "kafka-cluster"
 
-const (
-	loginCacheFor  = 30 * time.Second
-	loginCacheSize = 1024
-)
-
 type userKey struct{}
-
-type basicLogin struct {
-	reg *Registry
-	key [32]byte // HMAC key of the cache; random per process
-
-	mu sync.Mutex                // guards ok
-	ok map[[32]byte]loginSuccess // recent successful checks by HMAC(user, password)
-}
-
-type loginSuccess struct {
-	user    string
-	expires time.Time
-}
-
-func newBasicLogin(reg *Registry) *basicLogin {
-	l := &basicLogin{reg: reg, ok: map[[32]byte]loginSuccess{}}
-	rand.Read(l.key[:])
-	return l
-}
-
-func (l *basicLogin) authenticate(r *http.Request) (string, error) {
-	user, password, given := r.BasicAuth()
-	if !given {
-		return "", errf(http.StatusUnauthorized, codeUnauthorized, "Unauthorized: log in with a Sluice user name and password (the broker's SASL users)")
-	}
-	now := time.Now()
-	mac := hmac.New(sha256.New, l.key[:])
-	fmt.Fprintf(mac, "%d:%s:%s", len(user), user, password)
-	var k [32]byte
-	copy(k[:], mac.Sum(nil))
-	l.mu.Lock()
-	hit, cached := l.ok[k]
-	l.mu.Unlock()
-	if cached && now.Before(hit.expires) && hit.user == user {
-		return user, nil
-	}
-	if user == "" || !l.reg.b.CheckPassword(user, password) {
-		d := l.reg.b.LoginFailed(clientHost(r))
-		l.reg.log.Info("schema registry login failed", "user", user, "remote", r.RemoteAddr, "delay", d)
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-		case <-l.reg.stop:
-		}
-		t.Stop()
-		return "", errf(http.StatusUnauthorized, codeUnauthorized, "Unauthorized: wrong user name or password")
-	}
-	l.mu.Lock()
-	if len(l.ok) >= loginCacheSize {
-		for k, v := range l.ok {
-			if !now.Before(v.expires) {
-				delete(l.ok, k)
-			}
-		}
-		if len(l.ok) >= loginCacheSize {
-			clear(l.ok)
-		}
-	}
-	l.ok[k] = loginSuccess{user: user, expires: now.Add(loginCacheFor)}
-	l.mu.Unlock()
-	return user, nil
-}
 
 // certUser is the user a verified client certificate names ("" when
 // none was verified).
@@ -139,14 +68,6 @@ func certUser(r *http.Request) string {
 	return sub.String()
 }
 
-func clientHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 func aclUser(r *http.Request) string {
 	if u, _ := r.Context().Value(userKey{}).(string); u != "" {
 		return u
@@ -158,7 +79,7 @@ func (reg *Registry) aclOn() bool { return reg.b.AuthorizationEnabled() }
 
 // may reports whether the request's user may perform op on subject.
 func (reg *Registry) may(r *http.Request, op kmsg.ACLOperation, subject string) bool {
-	return reg.b.Allowed(aclUser(r), clientHost(r), op, kmsg.ACLResourceTypeTopic, SubjectACLPrefix+subject)
+	return reg.b.Allowed(aclUser(r), httpserve.ClientHost(r), op, kmsg.ACLResourceTypeTopic, SubjectACLPrefix+subject)
 }
 
 func (reg *Registry) need(r *http.Request, op kmsg.ACLOperation, subject string) error {
@@ -169,7 +90,7 @@ func (reg *Registry) need(r *http.Request, op kmsg.ACLOperation, subject string)
 }
 
 func (reg *Registry) needCluster(r *http.Request, op kmsg.ACLOperation) error {
-	if reg.b.Allowed(aclUser(r), clientHost(r), op, kmsg.ACLResourceTypeCluster, clusterName) {
+	if reg.b.Allowed(aclUser(r), httpserve.ClientHost(r), op, kmsg.ACLResourceTypeCluster, clusterName) {
 		return nil
 	}
 	return reg.forbidden(r, op, "the cluster (global config and mode)")

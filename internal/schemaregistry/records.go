@@ -95,6 +95,15 @@ type schemaValue struct {
 	Deleted    bool        `json:"deleted"`
 }
 
+// record is v's SCHEMA record, marked soft-deleted with deleted.
+func (v *version) record(deleted bool) record {
+	sv := schemaValue{Subject: v.subject, Version: v.version, ID: v.id, References: v.refs, Schema: v.schema, Deleted: deleted}
+	if v.typ != typeAvro {
+		sv.SchemaType = v.typ
+	}
+	return record{key: schemaKey(v.subject, v.version), value: sv}
+}
+
 type configValue struct {
 	CompatibilityLevel string `json:"compatibilityLevel"`
 }

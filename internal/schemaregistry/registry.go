@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/httpserve"
 )
 
 // Defaults.
@@ -54,7 +55,7 @@ type Registry struct {
 	store   *store
 	handler http.Handler
 	metrics *metrics
-	login   *basicLogin // nil without SASL
+	login   *httpserve.BasicLogin // nil without SASL
 
 	// wmu serializes changes: it is held from the checks a change
 	// makes against the state, through the write to the topic, to
@@ -67,12 +68,9 @@ type Registry struct {
 
 	decoders decodeCache // parsed schemas for Decode
 
-	srvMu   sync.Mutex // guards servers and closed
-	servers []*http.Server
-	closed  bool
+	servers *httpserve.Servers // those Serve starts; shut down by Close
 
 	stop      chan struct{} // closed by Close: failed-login delays end
-	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
 
@@ -91,7 +89,8 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registry{cfg: cfg, b: cfg.Broker, log: cfg.Logger, st: newState(), stop: make(chan struct{})}
+	r := &Registry{cfg: cfg, b: cfg.Broker, log: cfg.Logger, st: newState(), stop: make(chan struct{}),
+		servers: httpserve.NewServers("schema registry", errors.New("schemaregistry: closed"), cfg.Logger)}
 	st, err := openStore(ctx, cfg.Broker, cfg.Topic, cfg.ClientOpts)
 	if err != nil {
 		return nil, fmt.Errorf("schemaregistry: %w", err)
@@ -105,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	r.log.Info("schema registry loaded", "topic", cfg.Topic, "records", r.st.records, "subjects", len(r.st.subjects), "schemas", len(r.st.ids), "took", time.Since(start).Round(time.Millisecond))
 	r.metrics = newMetrics(cfg.Registerer, r)
 	if cfg.Broker.SASLEnabled() {
-		r.login = newBasicLogin(r)
+		r.login = httpserve.NewBasicLogin(cfg.Broker, r.log, "schema registry", r.stop)
 	}
 	r.handler = r.routes()
 	return r, nil
@@ -148,65 +147,20 @@ func (r *Registry) Handler() http.Handler { return r.handler }
 
 // Serve serves HTTP on ln until Close; it returns at once. The listener
 // is closed by Close.
-func (r *Registry) Serve(ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           r.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
-	}
-	r.srvMu.Lock()
-	if r.closed {
-		r.srvMu.Unlock()
-		ln.Close()
-		return errors.New("schemaregistry: closed")
-	}
-	r.servers = append(r.servers, srv)
-	r.wg.Add(1)
-	r.srvMu.Unlock()
-	go func() {
-		defer r.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.log.Error("schema registry HTTP server stopped", "err", err)
-		}
-	}()
-	return nil
-}
+func (r *Registry) Serve(ln net.Listener) error { return r.servers.Serve(ln, r.handler) }
 
 // ListenAndServe listens on addr (with TLS when Config.TLS is set) and
 // serves there; it returns the listener's address (for ":0").
 func (r *Registry) ListenAndServe(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("schema registry: listen on %s: %w", addr, err)
-	}
-	a := ln.Addr().String()
-	if r.cfg.TLS != nil {
-		ln = tls.NewListener(ln, r.cfg.TLS)
-	}
-	return a, r.Serve(ln)
+	return r.servers.ListenAndServe(addr, r.cfg.TLS, r.handler)
 }
 
 // Close stops the HTTP servers (letting requests in flight finish for
 // up to 5 s) and the Kafka client. It is idempotent.
 func (r *Registry) Close() error {
 	r.closeOnce.Do(func() {
-		r.srvMu.Lock()
-		r.closed = true
-		srvs := r.servers
-		r.srvMu.Unlock()
 		close(r.stop)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		for _, srv := range srvs {
-			if srv.Shutdown(ctx) != nil {
-				srv.Close()
-			}
-		}
-		cancel()
-		r.wg.Wait()
+		r.servers.Shutdown(5 * time.Second)
 		r.store.close()
 		r.metrics.unregister()
 	})

@@ -30,24 +30,65 @@ type idSchema struct {
 // applied in order. It is not safe for concurrent use; Registry.mu
 // guards it.
 type state struct {
-	subjects   map[string]map[int]*version
-	ids        map[int]*idSchema
-	byKey      map[string]int // dedupKey -> id
-	maxID      int            // highest id ever seen, deleted ones included
-	config     string         // global compatibility level; "" means the default
-	subjConfig map[string]string
-	mode       string // global mode; "" means READWRITE
-	subjMode   map[string]string
-	records    int64 // records applied
+	subjects map[string]map[int]*version
+	ids      map[int]*idSchema
+	byKey    map[string]int // dedupKey -> id
+	maxID    int            // highest id ever seen, deleted ones included
+	config   setting        // compatibility levels (CONFIG records)
+	mode     setting        // modes (MODE records)
+	records  int64          // records applied
 }
 
 func newState() *state {
 	return &state{
-		subjects:   map[string]map[int]*version{},
-		ids:        map[int]*idSchema{},
-		byKey:      map[string]int{},
-		subjConfig: map[string]string{},
-		subjMode:   map[string]string{},
+		subjects: map[string]map[int]*version{},
+		ids:      map[int]*idSchema{},
+		byKey:    map[string]int{},
+		config:   setting{def: defaultCompatibility, subjects: map[string]string{}},
+		mode:     setting{def: modeReadWrite, subjects: map[string]string{}},
+	}
+}
+
+// setting is a value with a global default and a value of a subject's
+// own: the compatibility level and the mode.
+type setting struct {
+	def      string            // what applies when no global value is set
+	global   string            // "" when not set
+	subjects map[string]string // the subjects' own values
+}
+
+// of is the value that applies to subject ("" the global one).
+func (s *setting) of(subject string) string {
+	if v, ok := s.subjects[subject]; ok && subject != "" {
+		return v
+	}
+	if s.global != "" {
+		return s.global
+	}
+	return s.def
+}
+
+// own is subject's own value, if it has one.
+func (s *setting) own(subject string) (string, bool) {
+	v, ok := s.subjects[subject]
+	return v, ok
+}
+
+// set sets subject's value ("" the global one).
+func (s *setting) set(subject, v string) {
+	if subject == "" {
+		s.global = v
+	} else {
+		s.subjects[subject] = v
+	}
+}
+
+// clear removes subject's value ("" the global one).
+func (s *setting) clear(subject string) {
+	if subject == "" {
+		s.global = ""
+	} else {
+		delete(s.subjects, subject)
 	}
 }
 
@@ -123,34 +164,16 @@ func (s *state) apply(r record) {
 			refs: v.References, schema: v.Schema, deleted: v.Deleted})
 	case keyConfig:
 		if r.value == nil {
-			if subject == "" {
-				s.config = ""
-			} else {
-				delete(s.subjConfig, subject)
-			}
+			s.config.clear(subject)
 			return
 		}
-		c := r.value.(configValue).CompatibilityLevel
-		if subject == "" {
-			s.config = c
-		} else {
-			s.subjConfig[subject] = c
-		}
+		s.config.set(subject, r.value.(configValue).CompatibilityLevel)
 	case keyMode:
 		if r.value == nil {
-			if subject == "" {
-				s.mode = ""
-			} else {
-				delete(s.subjMode, subject)
-			}
+			s.mode.clear(subject)
 			return
 		}
-		m := r.value.(modeValue).Mode
-		if subject == "" {
-			s.mode = m
-		} else {
-			s.subjMode[subject] = m
-		}
+		s.mode.set(subject, r.value.(modeValue).Mode)
 	case keyDeleteSubject:
 		if r.value == nil {
 			return
@@ -285,23 +308,7 @@ func (s *state) referencedBy(subject string, n int) []int {
 }
 
 // compatibility is the level that applies to subject.
-func (s *state) compatibility(subject string) string {
-	if c, ok := s.subjConfig[subject]; ok && subject != "" {
-		return c
-	}
-	if s.config != "" {
-		return s.config
-	}
-	return defaultCompatibility
-}
+func (s *state) compatibility(subject string) string { return s.config.of(subject) }
 
 // modeOf is the mode that applies to subject.
-func (s *state) modeOf(subject string) string {
-	if m, ok := s.subjMode[subject]; ok && subject != "" {
-		return m
-	}
-	if s.mode != "" {
-		return s.mode
-	}
-	return modeReadWrite
-}
+func (s *state) modeOf(subject string) string { return s.mode.of(subject) }

@@ -587,6 +587,16 @@ func (f *memFile) checkLocked(op string, write bool) error {
 	return nil
 }
 
+// beginLocked checks that f may do op (write: one that needs f open for
+// writing), then begins operation k on the filesystem, where faults and
+// crashes are injected. Callers hold fs.mu.
+func (f *memFile) beginLocked(op string, write bool, k OpKind) error {
+	if err := f.checkLocked(op, write); err != nil {
+		return err
+	}
+	return f.fs.beginLocked(k, f.name)
+}
+
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
@@ -609,10 +619,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 func (f *memFile) Write(p []byte) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.checkLocked("write", true); err != nil {
-		return 0, err
-	}
-	if err := f.fs.beginLocked(OpWrite, f.name); err != nil {
+	if err := f.beginLocked("write", true, OpWrite); err != nil {
 		return 0, err
 	}
 	if err := f.fs.spaceLocked(f.name, len(p)); err != nil {
@@ -627,10 +634,7 @@ func (f *memFile) Write(p []byte) (int, error) {
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.checkLocked("write", true); err != nil {
-		return 0, err
-	}
-	if err := f.fs.beginLocked(OpWrite, f.name); err != nil {
+	if err := f.beginLocked("write", true, OpWrite); err != nil {
 		return 0, err
 	}
 	if off < 0 {
@@ -654,10 +658,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *memFile) Sync() error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.checkLocked("sync", false); err != nil {
-		return err
-	}
-	if err := f.fs.beginLocked(OpSync, f.name); err != nil {
+	if err := f.beginLocked("sync", false, OpSync); err != nil {
 		return err
 	}
 	f.n.syncedLen = len(f.n.data)
@@ -668,10 +669,7 @@ func (f *memFile) Sync() error {
 func (f *memFile) Truncate(size int64) error {
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
-	if err := f.checkLocked("truncate", true); err != nil {
-		return err
-	}
-	if err := f.fs.beginLocked(OpTruncate, f.name); err != nil {
+	if err := f.beginLocked("truncate", true, OpTruncate); err != nil {
 		return err
 	}
 	if size < 0 {

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/bench"
@@ -178,17 +177,7 @@ func runOne(sluiceBin string, k brokerKind, w workload, timeout time.Duration) (
 	if err := cmd.Start(); err != nil {
 		return bench.Result{}, err
 	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}()
+	defer bench.StopProcess(cmd, 20*time.Second)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	if err := bench.WaitListening(addr, 20*time.Second); err != nil {
 		return bench.Result{}, err

@@ -37,7 +37,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -232,17 +231,7 @@ func runOne(k brokerKind, protocol string, n int, partitions int32, heartbeat, l
 	if err := cmd.Start(); err != nil {
 		return res, err
 	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}()
+	defer bench.StopProcess(cmd, 20*time.Second)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	if err := bench.WaitListening(addr, 20*time.Second); err != nil {
 		return res, err
