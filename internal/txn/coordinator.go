@@ -54,6 +54,15 @@ import (
 const (
 	DefaultMaxTimeout    = 15 * time.Minute // transaction.max.timeout.ms
 	DefaultSweepInterval = 10 * time.Second // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	// DefaultCompactMinRecords: the state log is compacted once it holds
+	// more than this many records (and twice as many as there are live
+	// transactional ids). Each transaction writes two records (its
+	// first partition's add and its decision), and a compaction stops
+	// every coordinator write while it rewrites, fsyncs and switches the
+	// log (7-9 ms measured), so kvlog's default of 10,000 records
+	// compacted every 5,000 transactions: twice a second at 10,000
+	// transactions/s. A start replays 100,000 records in about 0.1 s.
+	DefaultCompactMinRecords = 100_000
 )
 
 // WALName names the coordinator's records in the shared write-ahead log
@@ -77,7 +86,10 @@ type Config struct {
 	MaxTimeout time.Duration
 	// SweepInterval is how often expired transactions are aborted and
 	// unfinished ones completed. Default 10 s; negative disables the sweep.
-	SweepInterval     time.Duration
+	SweepInterval time.Duration
+	// CompactMinRecords: the state log is compacted once it holds more
+	// records than this (and twice as many as are live). Default
+	// DefaultCompactMinRecords.
 	CompactMinRecords int
 
 	// AllocPID returns a producer id never handed out before.
@@ -196,6 +208,9 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = DefaultSweepInterval
+	}
+	if cfg.CompactMinRecords <= 0 {
+		cfg.CompactMinRecords = DefaultCompactMinRecords
 	}
 	if cfg.AllocPID == nil || cfg.WriteMarkers == nil || cfg.CommitOffsets == nil {
 		return nil, errors.New("txn: Config.AllocPID, WriteMarkers and CommitOffsets are required")

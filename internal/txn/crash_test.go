@@ -263,18 +263,37 @@ func openWithWAL(fs vfs.FS, cfg Config) (*Coordinator, *wal.WAL, error) {
 // coordinator's records made durable through the shared write-ahead log,
 // and the crash taken before the coordinator closes (its own log is not
 // fsynced then: acknowledged records live in the WAL only).
-func TestCrashAtEveryBoundaryWAL(t *testing.T) {
+func TestCrashAtEveryBoundaryWAL(t *testing.T) { crashAtEveryBoundaryWAL(t, 0) }
+
+// TestCrashAtEveryBoundaryWALCompacting is TestCrashAtEveryBoundaryWAL
+// with the coordinator's log compacted every few records, so that
+// crashes land before, inside and after compactions (a new log
+// generation, CURRENT switched, the old generation's WAL entries left
+// behind).
+func TestCrashAtEveryBoundaryWALCompacting(t *testing.T) { crashAtEveryBoundaryWAL(t, 2) }
+
+// crashAtEveryBoundaryWAL runs the WAL crash test with the log's
+// CompactMinRecords (0: the default).
+func crashAtEveryBoundaryWAL(t *testing.T, compactMin int) {
 	clock := time.Unix(1_700_000_000, 0)
 	now := func() time.Time { return clock }
+	config := func(s *sink, fs vfs.FS) Config {
+		cfg := s.config(fs, now)
+		cfg.CompactMinRecords = compactMin
+		return cfg
+	}
 	fs := vfs.NewMem()
 	s := newSink()
-	c, w, err := openWithWAL(fs, s.config(fs, now))
+	c, w, err := openWithWAL(fs, config(s, fs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	full := workload(c)
 	if !full.reinit || !full.bAdded {
 		t.Fatalf("clean run did not finish: %+v", full)
+	}
+	if compactMin > 0 && c.log.Generation() < 3 {
+		t.Fatalf("the clean run compacted the log %d times, want at least 2", c.log.Generation()-1)
 	}
 	total := fs.Seq()
 	c.Close()
@@ -288,7 +307,7 @@ func TestCrashAtEveryBoundaryWAL(t *testing.T) {
 				s := newSink()
 				var got acks
 				var crashed *vfs.MemFS
-				if c, w, err := openWithWAL(fs, s.config(fs, now)); err == nil {
+				if c, w, err := openWithWAL(fs, config(s, fs)); err == nil {
 					got = workload(c)
 					crashed = fs.CrashClone(vfs.CrashOptions{Tear: tear, Rand: rng})
 					c.Close()
@@ -296,7 +315,7 @@ func TestCrashAtEveryBoundaryWAL(t *testing.T) {
 				} else {
 					crashed = fs.CrashClone(vfs.CrashOptions{Tear: tear, Rand: rng})
 				}
-				r, rw, err := openWithWAL(crashed, s.config(crashed, now))
+				r, rw, err := openWithWAL(crashed, config(s, crashed))
 				if err != nil {
 					t.Fatalf("reopen after crash: %v", err)
 				}
