@@ -78,7 +78,8 @@ func Linger(d time.Duration) Opt { return opt{func(c *cfg) { c.linger = d }} }
 // fill as they would without it.
 //
 // When the Linger passes while inputs of earlier batches are being written,
-// the batch keeps filling until every caller inside Produce has joined it
+// at least half as many as the batch holds, the batch keeps filling until
+// every caller inside Produce has joined it
 // (or it fills, or Flush is called): the callers of the writes in flight
 // come back to it once their write is done, instead of finding it gone and
 // starting a batch of their own. Under thousands of callers whose writes

@@ -344,11 +344,15 @@ func (e *engine[I, T, S]) linger(ctx context.Context, b *batch[T, S], now bool) 
 // leaving now and making them start a batch of their own. Under thousands
 // of callers whose writes take longer than the Linger, leaving at the
 // Linger splits the callers into batches that each wait out the timer in
-// turn, with half the records per write. It reports whether b is still
+// turn, with half the records per write. It waits only when the inputs in
+// flight are at least half as many as b holds. It reports whether b is still
 // the lingerer's to flush: false when b was sealed by someone else or ctx
 // was done (a goroutine then flushes b at once).
 func (e *engine[I, T, S]) lingerMore(ctx context.Context, b *batch[T, S]) bool {
-	if !e.cfg.adaptive || e.flightN.Load() == 0 {
+	// Waiting pays when the callers in flight would add at least half
+	// as many inputs again; not for, say, the lone first input of a burst
+	// whose write is slowed by the burst itself.
+	if !e.cfg.adaptive || 2*e.flightN.Load() < e.curN.Load() {
 		return true
 	}
 	select {
