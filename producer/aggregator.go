@@ -1,8 +1,8 @@
 package producer
 
 import (
-	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -64,7 +64,15 @@ type RecordAggregator struct {
 	recs  []Record // the batch being built
 	first int64    // the first record's timestamp in ms (the batch's base timestamp)
 	now   func() time.Time
+	// spare holds emptied record slices of batches already written, which
+	// the producer hands back (see recycle), for later batches to fill
+	// instead of allocating and growing slices of their own.
+	spare [][]Record
 }
+
+// maxSpare bounds the slices a RecordAggregator keeps for reuse: one per
+// batch that may be written while the next fills, and one more.
+const maxSpare = 2
 
 // NewRecordAggregator returns a RecordAggregator whose batches encode to at
 // most maxBatchBytes bytes.
@@ -102,9 +110,24 @@ func (a *RecordAggregator) TryPush(r Record) (int, error) {
 // Flush hands over the batch and starts a new, empty one.
 func (a *RecordAggregator) Flush() ([]Record, StatusDeaggregator[int, int64], error) {
 	recs := a.recs
-	a.recs = make([]Record, 0, len(recs))
+	if n := len(a.spare); n > 0 {
+		a.recs, a.spare = a.spare[n-1], a.spare[:n-1]
+	} else {
+		a.recs = make([]Record, 0, len(recs))
+	}
 	a.size = recordBatchHeaderSize
 	return recs, offsetStatus{}, nil
+}
+
+// recycle takes back the records of a flushed batch once its sink call has
+// returned, for a later batch to reuse. The producer calls it with its
+// mutex held, like TryPush and Flush.
+func (a *RecordAggregator) recycle(recs []Record) {
+	if cap(recs) == 0 || len(a.spare) >= maxSpare {
+		return
+	}
+	clear(recs) // drop the references to the callers' keys and values
+	a.spare = append(a.spare, recs[:0])
 }
 
 // offsetStatus is the RecordAggregator's deaggregator: a tag is a record
@@ -143,8 +166,9 @@ func bytesLen(b []byte) int {
 	return varlongLen(int64(len(b))) + len(b)
 }
 
-// varlongLen is the size of v as a zig-zag varint, as Kafka encodes it.
+// varlongLen is the size of v as a zig-zag varint, as Kafka encodes it
+// (what binary.PutVarint writes): seven bits a byte.
 func varlongLen(v int64) int {
-	var buf [binary.MaxVarintLen64]byte
-	return binary.PutVarint(buf[:], v)
+	u := uint64(v<<1) ^ uint64(v>>63)
+	return (bits.Len64(u|1) + 6) / 7
 }

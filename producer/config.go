@@ -77,6 +77,15 @@ func Linger(d time.Duration) Opt { return opt{func(c *cfg) { c.linger = d }} }
 // therefore sent at once (one round trip), while under concurrency batches
 // fill as they would without it.
 //
+// When the Linger passes while inputs of earlier batches are being written,
+// at least half as many as the batch holds, the batch keeps filling until
+// every caller inside Produce has joined it
+// (or it fills, or Flush is called): the callers of the writes in flight
+// come back to it once their write is done, instead of finding it gone and
+// starting a batch of their own. Under thousands of callers whose writes
+// take longer than the Linger, this keeps them in one batch per write
+// rather than split into batches that each wait out the timer.
+//
 // With MaxInFlight set, it also ends the linger once every in-flight slot is
 // taken and every caller not waiting on a batch in flight has joined: the
 // batch is then written as soon as a slot is free, and keeps filling until
@@ -107,8 +116,9 @@ func Compression(codec kgo.CompressionCodec) Opt {
 // reached, the caller that must flush the next batch blocks (honouring its
 // context) and that batch keeps filling until it is full; then later callers
 // block too. This is the producer's back-pressure. Zero means unbounded: a
-// full or lingered batch is always flushed at once, and AdaptiveLinger only
-// ends a linger once every caller inside Produce has joined the batch.
+// full batch, or one whose linger has ended, is always flushed at once, and
+// AdaptiveLinger only ends a linger once every caller inside Produce has
+// joined the batch.
 // Batches in flight at once may be written in either order (see Sink);
 // MaxInFlight(1) writes them one at a time. Default 0.
 func MaxInFlight(n int) Opt { return opt{func(c *cfg) { c.maxInFlight = n }} }

@@ -24,7 +24,10 @@
 //	 every active caller to join           mutex, no timer
 //	 (AdaptiveLinger; with every
 //	 in-flight slot taken, every
-//	 caller not waiting on one), or
+//	 caller not waiting on one; past
+//	 the Linger while batches are in
+//	 flight, until their callers are
+//	 back), or
 //	 for the batch to be sealed by
 //	 someone else; then take an
 //	 in-flight slot (MaxInFlight,
@@ -36,7 +39,9 @@
 //	 goroutine when its context is never     │
 //	 done, else in a goroutine of its own):  │
 //	   Sink.Produce(records) ──► offsets ────┘
-//	   release the in-flight slot
+//	   release the in-flight slot; hand the
+//	   records' slice back to a plain
+//	   RecordAggregator for reuse
 //	   │
 //	   ▼
 //	 each caller, in its own goroutine:

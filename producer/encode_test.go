@@ -2,8 +2,10 @@ package producer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -191,4 +193,19 @@ func FuzzRecordAggregatorSize(f *testing.F) {
 			}
 		}
 	})
+}
+
+// varlongLen is the length binary.PutVarint writes, at every boundary.
+func TestVarlongLen(t *testing.T) {
+	vals := []int64{0, 1, -1, math.MaxInt64, math.MinInt64}
+	for shift := 0; shift < 64; shift++ {
+		v := int64(1) << shift
+		vals = append(vals, v, v-1, v+1, -v, -v-1, -v+1)
+	}
+	var buf [binary.MaxVarintLen64]byte
+	for _, v := range vals {
+		if got, want := varlongLen(v), binary.PutVarint(buf[:], v); got != want {
+			t.Fatalf("varlongLen(%d) = %d, want %d", v, got, want)
+		}
+	}
 }

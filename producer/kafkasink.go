@@ -22,8 +22,16 @@ type KafkaSink struct {
 	topic     string
 	partition int32
 
-	scratch sync.Pool // *kafkaScratch, reused across Produce calls
+	// A free list rather than a sync.Pool: a pool is emptied by every
+	// garbage collection, and with thousands of callers collections are
+	// frequent and the kgo records of a batch number thousands.
+	mu   sync.Mutex      // guards free
+	free []*kafkaScratch // scratch of finished Produce calls, at most maxFreeScratch
 }
+
+// maxFreeScratch bounds the scratch a KafkaSink keeps between calls: a few
+// batches are written at once.
+const maxFreeScratch = 4
 
 // kafkaScratch holds the kgo records of one Produce call. The client is done
 // with them once ProduceSync returns (it waits for every record's promise),
@@ -42,15 +50,8 @@ func NewKafkaSink(cl *kgo.Client, topic string, partition int32) *KafkaSink {
 // each record's offset. The client may send them in more than one request;
 // on an error, records of the batch may have been written.
 func (s *KafkaSink) Produce(ctx context.Context, b Batch) ([]int64, error) {
-	sc, _ := s.scratch.Get().(*kafkaScratch)
-	if sc == nil {
-		sc = new(kafkaScratch)
-	}
-	defer func() {
-		clear(sc.krs) // drop references to the caller's keys and values
-		clear(sc.ptrs)
-		s.scratch.Put(sc)
-	}()
+	sc := s.getScratch()
+	defer s.putScratch(sc)
 	if cap(sc.krs) < len(b.Records) {
 		sc.krs = make([]kgo.Record, len(b.Records))
 		sc.ptrs = make([]*kgo.Record, len(b.Records))
@@ -85,4 +86,26 @@ func (s *KafkaSink) Produce(ctx context.Context, b Batch) ([]int64, error) {
 		offsets[i] = krs[i].Offset
 	}
 	return offsets, nil
+}
+
+func (s *KafkaSink) getScratch() *kafkaScratch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.free); n > 0 {
+		sc := s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+		return sc
+	}
+	return new(kafkaScratch)
+}
+
+func (s *KafkaSink) putScratch(sc *kafkaScratch) {
+	clear(sc.krs) // drop references to the caller's keys and values
+	clear(sc.ptrs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.free) < maxFreeScratch {
+		s.free = append(s.free, sc)
+	}
 }

@@ -111,8 +111,10 @@ type engine[I, T, S any] struct {
 	active atomic.Int64
 	curN   atomic.Int64
 	// flightN mirrors the number of inputs in batches handed to a send
-	// goroutine and not yet finished (written under mu): with MaxInFlight,
-	// the callers waiting on those batches cannot join the current one.
+	// goroutine and not yet finished (written under mu): their callers
+	// cannot join the current batch until their write is done (with
+	// MaxInFlight, see joinedLocked), and a lingerer past its Linger waits
+	// for them while there are any (lingerMore).
 	flightN atomic.Int64
 
 	// sendCtx is the context of every sink call; cancelSend cancels it when
@@ -124,6 +126,7 @@ type engine[I, T, S any] struct {
 
 	mu       sync.Mutex // guards agg and every field below, and batch.n
 	agg      Aggregator[I, T, S]
+	reuse    *RecordAggregator         // agg, when it is a plain RecordAggregator; else nil
 	cur      *batch[T, S]              // the batch being filled; never nil
 	inflight map[*batch[T, S]]struct{} // sealed batches handed to a send and not yet finished
 	closed   bool                      // set by close; produce then refuses input
@@ -172,6 +175,10 @@ func newEngine[I, T, S any](agg Aggregator[I, T, S], c cfg) *engine[I, T, S] {
 		cur:      newBatch[T, S](),
 		inflight: make(map[*batch[T, S]]struct{}),
 	}
+	// Only the plain RecordAggregator gets its records back: its
+	// deaggregator reads offsets only, while an aggregator that wraps it
+	// may keep the records for its own deaggregator.
+	e.reuse, _ = any(agg).(*RecordAggregator)
 	if c.maxInFlight > 0 {
 		e.slots = make(chan struct{}, c.maxInFlight)
 	}
@@ -306,6 +313,9 @@ func (e *engine[I, T, S]) linger(ctx context.Context, b *batch[T, S], now bool) 
 		t := time.NewTimer(e.cfg.linger)
 		select {
 		case <-t.C:
+			if !e.lingerMore(ctx, b) {
+				return
+			}
 		case <-b.wake:
 			t.Stop()
 		case <-b.sealed:
@@ -325,6 +335,35 @@ func (e *engine[I, T, S]) linger(ctx context.Context, b *batch[T, S], now bool) 
 	if err := e.flushBatch(ctx, b, ctx.Done() == nil); err != nil {
 		e.handOff(b, time.Time{})
 	}
+}
+
+// lingerMore is called by b's lingerer once the Linger has passed. With
+// AdaptiveLinger and inputs of earlier batches in flight, those batches'
+// callers are about to come back: b keeps filling until they have, that
+// is until every caller inside Produce has joined b (see leave), instead of
+// leaving now and making them start a batch of their own. Under thousands
+// of callers whose writes take longer than the Linger, leaving at the
+// Linger splits the callers into batches that each wait out the timer in
+// turn, with half the records per write. It waits only when the inputs in
+// flight are at least half as many as b holds. It reports whether b is still
+// the lingerer's to flush: false when b was sealed by someone else or ctx
+// was done (a goroutine then flushes b at once).
+func (e *engine[I, T, S]) lingerMore(ctx context.Context, b *batch[T, S]) bool {
+	// Waiting pays when the callers in flight would add at least half
+	// as many inputs again; not for, say, the lone first input of a burst
+	// whose write is slowed by the burst itself.
+	if !e.cfg.adaptive || 2*e.flightN.Load() < e.curN.Load() {
+		return true
+	}
+	select {
+	case <-b.wake: // a wake sent while the timer fired is still buffered
+	case <-b.sealed:
+		return false
+	case <-ctx.Done():
+		e.handOff(b, time.Time{})
+		return false
+	}
+	return true
 }
 
 // handOff starts a goroutine that lingers until deadline and flushes b in
@@ -434,6 +473,9 @@ func (e *engine[I, T, S]) send(b *batch[T, S], recs []Record, deagg StatusDeaggr
 	b.finish(offsets, deagg, err)
 	e.mu.Lock()
 	delete(e.inflight, b)
+	if e.reuse != nil {
+		e.reuse.recycle(recs) // the sink has returned: it is done with them
+	}
 	e.mu.Unlock()
 }
 

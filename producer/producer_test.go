@@ -667,3 +667,102 @@ func TestLingererWritesItsOwnBatch(t *testing.T) {
 		t.Fatal("a caller with a cancelable context: the sink was called from its Produce")
 	}
 }
+
+// lingeringPastLinger reports whether a batch's lingerer has seen its
+// Linger pass and waits for the callers of batches in flight (lingerMore).
+func lingeringPastLinger() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), ").lingerMore(")
+}
+
+// With AdaptiveLinger, a batch whose Linger passes while an earlier batch
+// is being written keeps filling until every caller inside Produce has
+// joined it: the callers of the batch in flight come back to it, instead
+// of the batch leaving with the callers it has and the others starting a
+// batch of their own. A caller whose context ends meanwhile hands the
+// batch to a goroutine that writes it at once.
+func TestLingerWaitsForCallersInFlight(t *testing.T) {
+	t.Run("joins", func(t *testing.T) {
+		sink := newFakeSink(true)
+		agg := newHookAggregator(DefaultMaxBatchBytes)
+		p := mustNew(t, agg, WithSink(sink), Linger(time.Millisecond))
+
+		a := produceAsync(context.Background(), p, "a")
+		callA := sink.next(t) // a lone caller is written at once; held
+		b := produceAsync(context.Background(), p, "b")
+		waitFor(t, "b's Linger to pass with a in flight", lingeringPastLinger)
+		c := produceAsync(context.Background(), p, "c")
+		waitFor(t, "c pushed", func() bool { return agg.accepted.Load() == 3 })
+		sink.noCall(t) // b's batch waits for a's caller, who is still inside Produce
+
+		callA.reply <- nil // a's caller leaves: everyone inside has joined b's batch
+		checkOffset(t, sink, get(t, a))
+		callBC := sink.next(t)
+		var got []string
+		for _, r := range callBC.batch.Records {
+			got = append(got, string(r.Value))
+		}
+		if fmt.Sprint(got) != "[b c]" {
+			t.Fatalf("second batch %v, want [b c]", got)
+		}
+		callBC.reply <- nil
+		checkOffset(t, sink, get(t, b))
+		checkOffset(t, sink, get(t, c))
+	})
+
+	t.Run("canceled", func(t *testing.T) {
+		sink := newFakeSink(true)
+		p := mustNew(t, NewRecordAggregator(DefaultMaxBatchBytes), WithSink(sink), Linger(time.Millisecond))
+
+		a := produceAsync(context.Background(), p, "a")
+		callA := sink.next(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		b := produceAsync(ctx, p, "b")
+		waitFor(t, "b's Linger to pass with a in flight", lingeringPastLinger)
+		cancel()
+		if r := get(t, b); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("canceled lingerer: Produce = %d, %v; want context.Canceled", r.off, r.err)
+		}
+		callB := sink.next(t) // written while a is still in flight
+		if n := len(callB.batch.Records); n != 1 || string(callB.batch.Records[0].Value) != "b" {
+			t.Fatalf("handed-off batch has %d records, want [b]", n)
+		}
+		callB.reply <- nil
+		callA.reply <- nil
+		checkOffset(t, sink, get(t, a))
+	})
+}
+
+// The default aggregator's record slices are reused once their batch is
+// written; every record still reaches the sink as it was produced.
+func TestRecordSlicesReused(t *testing.T) {
+	sink := newFakeSink(false)
+	agg := NewRecordAggregator(DefaultMaxBatchBytes)
+	p := mustNew(t, agg, WithSink(sink), Linger(forever))
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v := fmt.Sprintf("r%d-g%d", round, g)
+				off, err := p.Produce(context.Background(), Record{Value: []byte(v)})
+				checkOffset(t, sink, result{v, off, err})
+			}()
+		}
+		wg.Wait()
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.p.(*engine[Record, int, int64]).mu.Lock()
+	spare := len(agg.spare)
+	p.p.(*engine[Record, int, int64]).mu.Unlock()
+	if spare == 0 {
+		t.Fatal("no written batch's records came back to the aggregator")
+	}
+	log, _ := sink.snapshot()
+	if len(log) != 40 {
+		t.Fatalf("the sink holds %d records, want 40", len(log))
+	}
+}

@@ -20,7 +20,8 @@ type Batch struct {
 // so a Sink must be safe for concurrent use. Produce returns the offset of
 // every record, in order, or an error that fails the whole batch; it must
 // return promptly once ctx is done. A panic is recovered and fails only the
-// batch being written.
+// batch being written. The producer reuses b.Records once Produce has
+// returned: a sink that keeps records beyond that must copy them.
 //
 // Batches flushed one after the other may be written concurrently; a sink
 // that must keep them in order writes them one at a time or sets
