@@ -41,6 +41,10 @@ type kafkaScratch struct {
 	ptrs []*kgo.Record
 }
 
+// recordsNotKept: Produce copies what it needs of b.Records into kgo
+// records of its own.
+func (s *KafkaSink) recordsNotKept() {}
+
 // NewKafkaSink returns a sink that produces to topic's partition through cl.
 func NewKafkaSink(cl *kgo.Client, topic string, partition int32) *KafkaSink {
 	return &KafkaSink{cl: cl, topic: topic, partition: partition}

@@ -177,8 +177,12 @@ func newEngine[I, T, S any](agg Aggregator[I, T, S], c cfg) *engine[I, T, S] {
 	}
 	// Only the plain RecordAggregator gets its records back: its
 	// deaggregator reads offsets only, while an aggregator that wraps it
-	// may keep the records for its own deaggregator.
-	e.reuse, _ = any(agg).(*RecordAggregator)
+	// may keep the records for its own deaggregator. And only when the
+	// sink is known to keep none of them once Produce returns (the
+	// KafkaSink): a user's Sink may hold on to b.Records.
+	if _, ok := c.sink.(recordsNotKept); ok {
+		e.reuse, _ = any(agg).(*RecordAggregator)
+	}
 	if c.maxInFlight > 0 {
 		e.slots = make(chan struct{}, c.maxInFlight)
 	}

@@ -766,3 +766,69 @@ func TestRecordSlicesReused(t *testing.T) {
 		t.Fatalf("the sink holds %d records, want 40", len(log))
 	}
 }
+
+// keepingSink is a user's Sink that keeps each batch's b.Records slice
+// itself, without copying, as the Sink contract allows.
+type keepingSink struct {
+	mu   sync.Mutex
+	kept [][]Record
+	n    int64
+}
+
+func (s *keepingSink) Produce(_ context.Context, b Batch) ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kept = append(s.kept, b.Records)
+	offs := make([]int64, len(b.Records))
+	for i := range offs {
+		offs[i] = s.n
+		s.n++
+	}
+	return offs, nil
+}
+
+// TestRecordSlicesNotReusedForUserSinks checks that the producer reuses
+// batches' record slices only with a sink that keeps none (KafkaSink):
+// a user's sink that keeps b.Records finds them as written.
+func TestRecordSlicesNotReusedForUserSinks(t *testing.T) {
+	sink := &keepingSink{}
+	p := mustNew(t, NewRecordAggregator(DefaultMaxBatchBytes), WithSink(sink), Linger(forever))
+	want := map[int64]string{}
+	var mu sync.Mutex
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v := fmt.Sprintf("r%d-g%d", round, g)
+				off, err := p.Produce(context.Background(), Record{Value: []byte(v)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				want[off] = v
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var off int64
+	for _, recs := range sink.kept {
+		for _, r := range recs {
+			if string(r.Value) != want[off] {
+				t.Fatalf("record %d kept by the sink reads %q, want %q: its slice was reused", off, r.Value, want[off])
+			}
+			off++
+		}
+	}
+	if off != 40 {
+		t.Fatalf("the sink kept %d records, want 40", off)
+	}
+}
