@@ -192,3 +192,39 @@ func TestRecoverBeforeFileMade(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteRecordsBeforeFileMade checks DeleteRecordsBefore on a
+// created log whose bytes are still in memory: it must not fail for the
+// want of the log's directory, and the start offset survives a clean
+// close and reopen.
+func TestDeleteRecordsBeforeFileMade(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Create(fs, "/t/0", Config{WriteBehind: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAppender(t, l)
+	a.add(2, 100, 1)
+	a.add(2, 100, 2)
+	if !l.Pending() {
+		t.Fatal("the file was made by the appends; want it kept in memory")
+	}
+	start, err := l.DeleteRecordsBefore(2)
+	if err != nil {
+		t.Fatalf("DeleteRecordsBefore on a log whose file is not made yet: %v", err)
+	}
+	if start != 2 || l.StartOffset() != 2 {
+		t.Fatalf("start offset %d (log says %d), want 2", start, l.StartOffset())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, fs, "/t/0", Config{})
+	defer r.Close()
+	if r.StartOffset() != 2 || r.NextOffset() != 4 {
+		t.Fatalf("reopened: start %d next %d, want 2 and 4", r.StartOffset(), r.NextOffset())
+	}
+}
