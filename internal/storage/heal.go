@@ -82,6 +82,11 @@ func (l *Log) recover(keepUnsynced bool, limit int64) error {
 	// segment file (and perhaps index temporaries) that the log never
 	// listed.
 	names, err := l.fs.ReadDir(l.dir)
+	if errors.Is(err, os.ErrNotExist) && l.Pending() {
+		// A created log whose first bytes are still in memory has no
+		// directory yet, so nothing left over: the sync below makes it.
+		names, err = nil, nil
+	}
 	if err != nil {
 		return fmt.Errorf("storage: recover %s: list: %w", l.dir, err)
 	}

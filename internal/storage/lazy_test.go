@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -128,5 +129,102 @@ func TestCreateNeverWrittenMakesNoFiles(t *testing.T) {
 	defer r.Close()
 	if r.NextOffset() != 0 {
 		t.Fatalf("next offset %d, want 0", r.NextOffset())
+	}
+}
+
+// TestRecoverBeforeFileMade checks that a created log whose first bytes
+// are still in memory (its file not made: the maker has not run, or
+// failed) heals: Recover and RecoverUpTo must not need the directory to
+// exist, else the partition stays failed for good (nothing else makes
+// the file while the log is failed). After the heal the log holds what
+// it keeps of its bytes, takes appends, and a synced log survives a
+// power cut.
+func TestRecoverBeforeFileMade(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		recover func(l *Log, next int64) error
+		want    func(a *appender) []byte // the bytes the log holds after the heal
+	}{
+		// Nothing was fsynced: a heal cuts back to the log's own last sync.
+		{"Recover", func(l *Log, _ int64) error { return l.Recover(false) }, func(*appender) []byte { return nil }},
+		{"Recover keeping unsynced", func(l *Log, _ int64) error { return l.Recover(true) }, func(a *appender) []byte { return a.data }},
+		// The whole batches below the write-behind tail (the last batch
+		// ends in it; the caller refills it from its write-ahead log).
+		{"RecoverUpTo after ENOSPC", func(l *Log, next int64) error { return l.RecoverUpTo(next) }, func(a *appender) []byte { return a.data[:len(a.data)-a.sizes[len(a.sizes)-1]] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Create(fs, "/t/0", Config{WriteBehind: 4 << 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			a := newAppender(t, l)
+			for i := range 8 { // past the 4 KiB tail: some bytes are in the lazy file's memory
+				a.add(1, 1000, int64(i))
+			}
+			if !l.Pending() {
+				t.Fatal("the file was made by the appends; want it kept in memory")
+			}
+			l.Abandon(syscall.ENOSPC)
+			if err := tc.recover(l, a.next); err != nil {
+				t.Fatalf("heal of a log whose file is not made yet: %v", err)
+			}
+			want := tc.want(a)
+			if got := readAll(t, l, 0); !bytes.Equal(got, want) {
+				t.Fatalf("after the heal the log holds %d bytes, want %d", len(got), len(want))
+			}
+			a.data = append([]byte(nil), want...)
+			a.next = l.NextOffset()
+			a.add(1, 1000, 50)
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			crashed := fs.CrashClone(vfs.CrashOptions{})
+			r := mustOpen(t, crashed, "/t/0", Config{})
+			defer r.Close()
+			if got := readAll(t, r, 0); !bytes.Equal(got, a.data) {
+				t.Fatalf("after a power cut the healed log holds %d bytes, want %d", len(got), len(a.data))
+			}
+		})
+	}
+}
+
+// TestDeleteRecordsBeforeFileMade checks DeleteRecordsBefore on a
+// created log whose bytes are still in memory: it must not fail for the
+// want of the log's directory, and the start offset survives a clean
+// close and reopen.
+func TestDeleteRecordsBeforeFileMade(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Create(fs, "/t/0", Config{WriteBehind: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAppender(t, l)
+	a.add(2, 100, 1)
+	a.add(2, 100, 2)
+	if !l.Pending() {
+		t.Fatal("the file was made by the appends; want it kept in memory")
+	}
+	start, err := l.DeleteRecordsBefore(2)
+	if err != nil {
+		t.Fatalf("DeleteRecordsBefore on a log whose file is not made yet: %v", err)
+	}
+	if start != 2 || l.StartOffset() != 2 {
+		t.Fatalf("start offset %d (log says %d), want 2", start, l.StartOffset())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, fs, "/t/0", Config{})
+	defer r.Close()
+	if r.StartOffset() != 2 || r.NextOffset() != 4 {
+		t.Fatalf("reopened: start %d next %d, want 2 and 4", r.StartOffset(), r.NextOffset())
 	}
 }

@@ -93,6 +93,11 @@ func (l *Log) DeleteRecordsBefore(off int64) (int64, error) {
 	if off <= start {
 		return start, nil
 	}
+	// A created log whose first bytes are still in memory makes its
+	// directory (and first segment) first.
+	if err := l.Prepare(); err != nil {
+		return start, err
+	}
 	if err := vfs.WriteFileAtomic(l.fs, filepath.Join(l.dir, startOffsetName), encodeStartOffset(off)); err != nil {
 		return start, fmt.Errorf("storage: %w", err)
 	}
