@@ -466,57 +466,5 @@ func (l *Log) Roll() error {
 // is idempotent. A log that failed closes its files without a checkpoint,
 // so the next Open scans it, and Close returns nil: the failure was
 // reported when it happened. Slices taken earlier stop working; a read in
-// progress finishes first.
-func (l *Log) Close() error {
-	l.mu.RLock()
-	closed := l.closed
-	l.mu.RUnlock()
-	if closed {
-		return nil
-	}
-	l.closing.Store(true)
-	if c := l.passCancel.Load(); c != nil {
-		(*c)() // wakes a pass waiting in its Throttle
-	}
-	l.cleanMu.Lock() // waits for a compaction pass, which aborts at its next batch
-	defer l.cleanMu.Unlock()
-	for _, r := range l.retired {
-		r.s.release()
-	}
-	l.retired = nil
-	var err error
-	if l.failure() == nil {
-		err = l.writeCleanShutdown()
-	}
-	l.mu.Lock()
-	l.closed = true
-	segs := l.segs
-	l.segs = nil
-	l.mu.Unlock()
-	for _, s := range segs {
-		s.release()
-	}
-	return err
-}
-
-// writeCleanShutdown syncs the active segment, writes its indexes and then
-// the checkpoint that lets the next Open skip scanning it.
-func (l *Log) writeCleanShutdown() error {
-	a := l.active()
-	if err := l.trimAlloc(a); err != nil {
-		return fmt.Errorf("storage: close: %w", err)
-	}
-	if err := a.file.Sync(); err != nil {
-		return fmt.Errorf("storage: close: sync %s: %w", a.path, err)
-	}
-	if err := writeIndexes(l.fs, a); err != nil {
-		return fmt.Errorf("storage: close: %w", err)
-	}
-	if err := l.syncDir(); err != nil {
-		return fmt.Errorf("storage: close: %w", err)
-	}
-	if err := writeCheckpoint(l.fs, l.dir, checkpoint{activeBase: a.base, activeSize: a.size, next: a.next}); err != nil {
-		return fmt.Errorf("storage: close: %w", err)
-	}
-	return nil
-}
+// progress finishes first. CloseAll closes many logs this way together.
+func (l *Log) Close() error { return CloseAll(l.fs, []*Log{l}, nil)[0] }
