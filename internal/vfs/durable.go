@@ -251,12 +251,18 @@ type SyncSet struct {
 
 // NewSyncSet starts a set on fs, whose writes from now on it covers; dir
 // is a directory of the filesystem (the batch's files must all be on
-// it). Close the set after its last Sync.
+// it), or one to be made there. Close the set after its last Sync.
 func NewSyncSet(fs FS, dir string) *SyncSet {
 	s := &SyncSet{fs: fs}
-	if fsy, ok := fs.(FilesSyncer); ok {
-		if h, err := fsy.SyncBaseline(dir); err == nil {
+	fsy, ok := fs.(FilesSyncer)
+	// A directory not made yet (a new partition's): its parent will do.
+	for d := filepath.Clean(dir); ok; d = filepath.Dir(d) {
+		h, err := fsy.SyncBaseline(d)
+		if err == nil {
 			s.base = h
+		}
+		if !errors.Is(err, os.ErrNotExist) || d == filepath.Dir(d) {
+			break
 		}
 	}
 	return s

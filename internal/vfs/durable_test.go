@@ -162,6 +162,11 @@ func TestSyncSet(t *testing.T) {
 		if set.base == nil {
 			t.Skip("no syncfs on this system: the set syncs one by one, as on the crash FS")
 		}
+		if s := NewSyncSet(fs, filepath.Join(dir, "not", "made")); s.base == nil {
+			t.Fatal("a set on a directory not made yet has no handle on the filesystem: it would sync one by one")
+		} else {
+			s.Close()
+		}
 		set.AddFile(before)
 		for i := range 2 * syncDirsMin {
 			name := filepath.Join(dir, fmt.Sprint(i))
