@@ -14,6 +14,10 @@ import (
 
 const shutdownTopic, shutdownParts = "sd", 3
 
+// shutdownWALBytes keeps the WAL's segments (zeroed ahead, in memory on
+// the crash FS) small: the test keeps dozens of broker images.
+const shutdownWALBytes = 1 << 20
+
 // shutdownWorkload starts a broker (WAL on, the default) on mem and
 // produces with acks=all to every partition: in round 0 it makes the
 // topic and writes idempotent records, and on partition 0 a committed
@@ -22,14 +26,17 @@ const shutdownTopic, shutdownParts = "sd", 3
 // acknowledged.
 func shutdownWorkload(t *testing.T, mem *vfs.MemFS, round int) *Broker {
 	t.Helper()
-	b := newBroker(t, "/data", withFS(mem))
+	b := openBroker(t, "/data", "127.0.0.1:0", withFS(mem), withWALSegmentBytes(shutdownWALBytes)) // the caller closes it
 	ctx := txnCtx(t)
 	if round == 0 {
 		if err := b.CreateTopic(ctx, shutdownTopic, shutdownParts, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	idem := newTestClient(t, b.Addr(), kgo.DefaultProduceTopic(shutdownTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	idem, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic(shutdownTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 - round {
 		for p := range int32(shutdownParts) {
 			r := &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "r%d-%d-%d", round, p, i)}
@@ -42,8 +49,11 @@ func shutdownWorkload(t *testing.T, mem *vfs.MemFS, round int) *Broker {
 	if round > 0 {
 		return b
 	}
-	tx := newTestClient(t, b.Addr(), kgo.TransactionalID("sd-tx"), kgo.DefaultProduceTopic(shutdownTopic),
+	tx, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID("sd-tx"), kgo.DefaultProduceTopic(shutdownTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	produceTxn(t, tx, shutdownTopic, true, "committed")
 	produceTxn(t, tx, shutdownTopic, false, "aborted")
 	if err := tx.BeginTransaction(); err != nil {
@@ -118,11 +128,16 @@ func TestCleanShutdownCrashAtEveryBoundary(t *testing.T) {
 	}
 	check := func(t *testing.T, fs *vfs.MemFS, want []shutdownState, what string) *Broker {
 		t.Helper()
-		rb, err := New(DataDir("/data"), ListenAddr("127.0.0.1:0"), withFS(fs))
+		rb, err := New(DataDir("/data"), ListenAddr("127.0.0.1:0"), withFS(fs), withWALSegmentBytes(shutdownWALBytes))
 		if err != nil {
 			t.Fatalf("%s: restart: %v", what, err)
 		}
-		t.Cleanup(func() { rb.Close() })
+		ok := false
+		defer func() {
+			if !ok {
+				rb.Close()
+			}
+		}()
 		got := shutdownStates(t, rb)
 		for i := range want {
 			p := rb.partition(shutdownTopic, int32(i))
@@ -136,6 +151,7 @@ func TestCleanShutdownCrashAtEveryBoundary(t *testing.T) {
 				t.Fatalf("%s: partition %d producer state\n%s\nfull scan\n%s", what, i, got[i].state, rescan)
 			}
 		}
+		ok = true
 		return rb
 	}
 
