@@ -245,6 +245,7 @@ func New(opts ...Opt) (*Broker, error) {
 		err = b.retireWALReplay()
 	}
 	if err != nil {
+		b.stopMaker() // the WAL's replay may have started it
 		b.closePartitions()
 		b.closeWAL(false)
 		b.stop()
@@ -555,7 +556,8 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
-// closePartitions closes every partition of every topic.
+// closePartitions closes every partition of every topic cleanly
+// (partition.CloseAll).
 func (b *Broker) closePartitions() error {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
@@ -567,7 +569,7 @@ func (b *Broker) closePartitions() error {
 	b.topics = map[string]*topic{}
 	b.byID = map[[16]byte]*topic{}
 	b.mu.Unlock()
-	var errs []error
+	var ps []*partition.Partition
 	for _, t := range ts {
 		for _, p := range t.parts {
 			if p.Err() != nil {
@@ -575,12 +577,12 @@ func (b *Broker) closePartitions() error {
 				// acknowledged, which the WAL still has.
 				b.walKeep = true
 			}
-			if err := p.CloseClean(); err != nil {
-				errs = append(errs, err)
-			}
+			ps = append(ps, p)
 		}
 	}
-	return errors.Join(errs...)
+	// Together: a bounded number of filesystem syncs for all of them. An
+	// error keeps the WAL (see Close).
+	return partition.CloseAll(ps)
 }
 
 // newUUID returns a random version-4 UUID (a Kafka topic id, never all

@@ -85,6 +85,9 @@ type Acceptor struct {
 	stopped  bool          // the run goroutine has ended; HWChanged and HealthChanged return closed channels
 
 	closeOnce sync.Once
+	// leaveSync is set by CloseLeavingSync before stop is closed: the run
+	// goroutine's shutdown skips the final log fsync no append waits on.
+	leaveSync atomic.Bool
 	closing   chan struct{} // closed first by Close: wakes Appends blocked on a full queue
 	stop      chan struct{} // closed by Close after sendMu is closed: the run goroutine drains and exits
 	done      chan struct{} // closed by the run goroutine when it returns
@@ -436,8 +439,20 @@ func (a *Acceptor) Err() error {
 // (under every policy). Appends that have not entered the queue get
 // ErrClosed. It returns an error if that last write or fsync failed; a
 // failure reported earlier through Err is not returned again. Idempotent.
-func (a *Acceptor) Close() error {
+func (a *Acceptor) Close() error { return a.close(false) }
+
+// CloseLeavingSync is Close, except that the last fsync of the log is
+// left to the caller when no append waits on it (everything acknowledged
+// is durable already, in the log or the WAL): the caller then makes the
+// log durable itself (storage.CloseAll, one filesystem sync for many
+// partitions), and before that must not rely on it, in particular not
+// retire the WAL that holds its acknowledged appends. Appends waiting
+// for an fsync still get it.
+func (a *Acceptor) CloseLeavingSync() error { return a.close(true) }
+
+func (a *Acceptor) close(leaveSync bool) error {
 	a.closeOnce.Do(func() {
+		a.leaveSync.Store(leaveSync)
 		close(a.closing)
 		a.sendMu.Lock()
 		a.sendClosed = true

@@ -1060,3 +1060,44 @@ func TestQueueGrowsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseLeavingSync: CloseLeavingSync writes what is queued but leaves
+// the log's last fsync to its caller when no append waits on it, and
+// still fsyncs for an append that does.
+func TestCloseLeavingSync(t *testing.T) {
+	t.Run("nothing waits", func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { c.Fsync = FsyncNever })
+		r, o := mkReq(5, 10, 1, true)
+		c := goAppend(context.Background(), fx.a, r, o).wait(t)
+		if err := fx.a.CloseLeavingSync(); err != nil {
+			t.Fatal(err)
+		}
+		checkData(t, fx.f.data, c)
+		ops, _, synced := fx.f.snapshot()
+		if n := countOps(ops, "sync"); n != 1 {
+			t.Fatalf("%d syncs, want Start's only", n)
+		}
+		if synced == len(fx.f.data) {
+			t.Fatal("the appended bytes were fsynced: nothing was left to the caller")
+		}
+	})
+	t.Run("an append waits", func(t *testing.T) {
+		fx := newFixture(t, nil) // FsyncAlways
+		entered, gate := fx.gateSyncs()
+		r, o := mkReq(5, 10, 1, true)
+		c := goAppend(context.Background(), fx.a, r, o)
+		expect(t, entered, "append")
+		expect(t, entered, "sync")
+		closed := make(chan error, 1)
+		go func() { closed <- fx.a.CloseLeavingSync() }()
+		gate <- struct{}{}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		c.wait(t)
+		checkData(t, fx.f.data, c)
+		if _, _, synced := fx.f.snapshot(); synced != len(fx.f.data) {
+			t.Fatalf("an acknowledged append was left unsynced (%d of %d bytes)", synced, len(fx.f.data))
+		}
+	})
+}

@@ -850,7 +850,18 @@ func (r *runState) shutdown() {
 	}
 	healthy := r.failed == nil
 	r.write(r.buf, r.bufHdrs)
-	r.syncNow()
+	if r.a.leaveSync.Load() {
+		// CloseLeavingSync: the caller syncs the log, unless an append
+		// waits for it.
+		if r.syncing {
+			r.finishSync(<-r.syncDone)
+		}
+		if len(r.unsynced) > 0 {
+			r.syncNow()
+		}
+	} else {
+		r.syncNow()
+	}
 	close(r.syncReq)
 	<-r.syncExited
 	if healthy && r.failed != nil {

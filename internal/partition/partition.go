@@ -175,20 +175,99 @@ func (p *Partition) Prepare() error { return p.log.Prepare() }
 func (p *Partition) DirsSynced() { p.log.DirsSynced() }
 
 // Close stops the partition without a final snapshot.
-func (p *Partition) Close() error { return p.close(false) }
+func (p *Partition) Close() error { return p.close() }
 
 // CloseClean stops the partition and, when its acceptor stopped cleanly,
 // writes a producer-state snapshot at the log end before closing the
 // log, so that the next Open scans nothing.
-func (p *Partition) CloseClean() error { return p.close(true) }
+func (p *Partition) CloseClean() error { return closeAll([]*Partition{p}, false) }
 
-func (p *Partition) close(snapshot bool) error {
+// CloseAll closes ps as CloseClean closes each, with a number of
+// filesystem syncs that does not grow with the number of partitions
+// (a broker's clean shutdown): the acceptors are stopped concurrently,
+// leaving the log's last fsync to the close (acceptor.CloseLeavingSync);
+// then each partition's final producer snapshot is written without a
+// sync and storage.CloseAll makes the logs, their indexes and the
+// snapshots durable in one filesystem sync before it writes the logs'
+// clean-shutdown checkpoints, durable in a second one. A snapshot is
+// used only where the log below its offset is durable and a checkpoint
+// only once what it describes is durable, so a crash at any point
+// recovers every acknowledged append and the producer state (a torn or
+// early snapshot is rejected and an older one or a scan used). The
+// partitions must share one filesystem. Until CloseAll returns without
+// an error, the appends the logs hold may be durable only in the WAL:
+// keep it.
+func CloseAll(ps []*Partition) error { return closeAll(ps, true) }
+
+// closeAllWorkers bounds the goroutines that stop acceptors together.
+const closeAllWorkers = 16
+
+func closeAll(ps []*Partition, leaveSync bool) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	accErrs := make([]error, len(ps))
+	stop := func(i int) {
+		if leaveSync {
+			accErrs[i] = ps[i].acc.CloseLeavingSync()
+		} else {
+			accErrs[i] = ps[i].acc.Close()
+		}
+	}
+	if len(ps) == 1 {
+		stop(0)
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(closeAllWorkers, len(ps)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < len(ps); i = int(next.Add(1) - 1) {
+					stop(i)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	// Started before the snapshots are written: it covers their writes.
+	set := vfs.NewSyncSet(ps[0].fs, ps[0].dir)
+	logs := make([]*storage.Log, len(ps))
+	for i, p := range ps {
+		if accErrs[i] == nil {
+			name, dirChanged := p.closeSnapshotsUnsynced()
+			if name != "" {
+				set.AddName(name)
+			}
+			if dirChanged {
+				set.AddDir(p.dir)
+			}
+		} else {
+			p.closeSnapshots()
+		}
+		p.watch.wake()
+		logs[i] = p.log
+	}
+	logErrs := storage.CloseAll(ps[0].fs, logs, set)
+	var errs []error
+	for i, p := range ps {
+		if accErrs[i] != nil {
+			errs = append(errs, fmt.Errorf("close %s/%d acceptor: %w", p.topic, p.index, accErrs[i]))
+		}
+		if logErrs[i] != nil {
+			errs = append(errs, fmt.Errorf("close %s/%d log: %w", p.topic, p.index, logErrs[i]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Partition) close() error {
 	var errs []error
 	err := p.acc.Close()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("close %s/%d acceptor: %w", p.topic, p.index, err))
 	}
-	p.closeSnapshots(snapshot && err == nil)
+	p.closeSnapshots()
 	p.watch.wake()
 	if err := p.log.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("close %s/%d log: %w", p.topic, p.index, err))

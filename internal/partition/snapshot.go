@@ -45,8 +45,10 @@ import (
 // producer's LastTimestamp is then -1 until its next batch), open the
 // first offset of each open transaction,
 // aborted the aborted transactions (first offset, ABORT marker offset).
-// It is written to a temporary file, fsynced, renamed into place and the
-// directory fsynced; the newest snapshotKeep are kept.
+// A periodic one is written to a temporary file, fsynced, renamed into
+// place and the directory fsynced; the one a clean shutdown writes is
+// written in place and synced with the logs (writeSnapshotUnsynced,
+// CloseAll); the newest snapshotKeep are kept.
 //
 // When snapshots are taken:
 //   - Periodically, after every DefaultSnapshotInterval bytes (NewSnapshots) a partition
@@ -326,23 +328,93 @@ func (p *Partition) persistSnapshot(j snapJob) {
 	}
 }
 
-// closeSnapshots stops the partition's snapshots; with final set (a clean
-// stop: the acceptor stopped and the log is still open) it first writes
-// one at the log end.
-func (p *Partition) closeSnapshots(final bool) {
+// closeSnapshots stops the partition's snapshots without a final one
+// (closeSnapshotsUnsynced writes one).
+func (p *Partition) closeSnapshots() {
+	p.snaps.mu.Lock()
+	p.snaps.closed = true
+	p.snaps.mu.Unlock()
+}
+
+// closeSnapshotsUnsynced stops the partition's snapshots, as at a clean
+// stop (the acceptor stopped, the log still open), after one at the log
+// end: it is written in place without a sync (writeSnapshotUnsynced),
+// and name is the file written ("" when none was), for the caller to
+// sync; dirChanged says that the partition's directory needs a sync too.
+func (p *Partition) closeSnapshotsUnsynced() (name string, dirChanged bool) {
 	s := &p.snaps
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return "", false
 	}
 	s.closed = true
-	if !final {
-		return
+	if p.log.Pending() {
+		// A new partition whose files are not made yet (storage.Create):
+		// never written, it keeps no files; else its files are made here.
+		if p.log.NextOffset() == 0 {
+			return "", false
+		}
+		if err := p.log.Prepare(); err != nil {
+			p.lg.Warn("producer snapshot not written; the next start scans more of the log", "err", err)
+			return "", false
+		}
 	}
-	if err := p.writeSnapshotLocked(p.snapshot()); err != nil {
+	name, dirChanged, err := p.writeSnapshotUnsynced(p.snapshot())
+	if err != nil {
 		p.lg.Warn("producer snapshot not written; the next start scans more of the log", "err", err)
 	}
+	return name, dirChanged
+}
+
+// writeSnapshotUnsynced writes s as the snapshot at s.Next without a
+// temporary file or a sync, reusing an inode where it can: a snapshot
+// file already there is written over (or left when it holds these very
+// bytes, as after a restart with no write since), else the oldest of
+// snapshotKeep is renamed to the new name and written over (the newest
+// snapshotKeep are kept), else a file is created. It returns the name
+// written ("" when nothing was). A crash before the caller's sync can
+// leave the file torn, or holding the renamed snapshot's bytes:
+// loadSnapshot rejects both (checksum; offset not agreeing with the
+// name), removes the file and falls back to an older snapshot or a
+// scan, as for any unusable snapshot. The caller holds p.snaps.mu.
+func (p *Partition) writeSnapshotUnsynced(s *producerSnapshot) (written string, dirChanged bool, err error) {
+	data, err := encodeSnapshot(s)
+	if err != nil {
+		return "", false, err
+	}
+	offs, err := listSnapshots(p.fs, p.dir)
+	if err != nil {
+		return "", false, err
+	}
+	name := filepath.Join(p.dir, snapshotName(s.Next))
+	have := slices.Contains(offs, s.Next)
+	if have {
+		if old, err := vfs.ReadFile(p.fs, name); err == nil && bytes.Equal(old, data) {
+			return "", false, nil
+		}
+	}
+	others := slices.DeleteFunc(offs, func(o int64) bool { return o == s.Next }) // ascending
+	if !have && len(others) >= snapshotKeep {
+		if err := p.fs.Rename(filepath.Join(p.dir, snapshotName(others[0])), name); err != nil {
+			return "", false, fmt.Errorf("reuse producer snapshot %d of %s/%d: %w", others[0], p.topic, p.index, err)
+		}
+		others, dirChanged = others[1:], true
+	}
+	for len(others) >= snapshotKeep { // more than kept with the new one: drop the oldest
+		if err := removeIfExists(p.fs, filepath.Join(p.dir, snapshotName(others[0]))); err != nil {
+			return "", dirChanged, err
+		}
+		others, dirChanged = others[1:], true
+	}
+	f, created, err := vfs.WriteInPlace(p.fs, name, data)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return "", dirChanged || created, fmt.Errorf("write producer snapshot of %s/%d: %w", p.topic, p.index, err)
+	}
+	return name, dirChanged || created, nil
 }
 
 // writeSnapshotLocked writes s and removes all but the newest
@@ -351,6 +423,9 @@ func (p *Partition) writeSnapshotLocked(s *producerSnapshot) error {
 	data, err := encodeSnapshot(s)
 	if err != nil {
 		return err
+	}
+	if err := p.log.Prepare(); err != nil { // a new partition's directory may not be made yet
+		return fmt.Errorf("write producer snapshot of %s/%d: %w", p.topic, p.index, err)
 	}
 	if err := vfs.WriteFileAtomic(p.fs, filepath.Join(p.dir, snapshotName(s.Next)), data); err != nil {
 		return fmt.Errorf("write producer snapshot of %s/%d: %w", p.topic, p.index, err)

@@ -10,7 +10,8 @@ import (
 )
 
 // checkpointName is the clean-shutdown checkpoint, written last by Close
-// and removed by Open before the log accepts writes.
+// and zeroed by Open before the log accepts writes (an invalid one means
+// that the log was not closed cleanly since).
 const checkpointName = "clean-shutdown"
 
 const (
@@ -49,10 +50,40 @@ func decodeCheckpoint(b []byte) (checkpoint, error) {
 	return c, nil
 }
 
-// writeCheckpoint writes the checkpoint atomically (vfs.WriteFileAtomic).
-func writeCheckpoint(fs vfs.FS, dir string, c checkpoint) error {
-	if err := vfs.WriteFileAtomic(fs, filepath.Join(dir, checkpointName), c.encode()); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
+// rewriteCheckpoint writes the checkpoint over the file (its inode
+// reused) or creates it, without a sync: the caller syncs the file, and
+// the directory when created is set. A torn write fails
+// decodeCheckpoint (length, magic, version, CRC32C), so the next Open
+// scans, as after a crash. The checkpoint is written only once what it
+// describes is durable, so it may become durable at any time after.
+func rewriteCheckpoint(fs vfs.FS, dir string, c checkpoint) (created bool, err error) {
+	f, created, err := vfs.WriteInPlace(fs, filepath.Join(dir, checkpointName), c.encode())
+	if err == nil {
+		err = f.Close()
 	}
-	return nil
+	if err != nil {
+		return created, fmt.Errorf("write checkpoint: %w", err)
+	}
+	return created, nil
+}
+
+// invalidateCheckpoint makes the checkpoint file of an opened log
+// invalid in place, writing size zeros over it, and syncs it, so that a
+// crash from now on makes the next Open scan; the file stays, for the
+// next clean close to write over (no inode freed and allocated again, no
+// directory change).
+func invalidateCheckpoint(fs vfs.FS, dir string, size int64) error {
+	f, err := fs.OpenRW(filepath.Join(dir, checkpointName))
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

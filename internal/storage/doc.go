@@ -7,7 +7,7 @@
 //	00000000000000000000.timeindex  sparse time index of that segment
 //	00000000000000012345.log        next segment, named by its base offset
 //	...
-//	clean-shutdown                  checkpoint, present only while closed cleanly
+//	clean-shutdown                  checkpoint, valid only while closed cleanly (zeroed by Open)
 //	log-start-offset                start offset set by DeleteRecordsBefore (see startoffset.go)
 //	00000000000000000000.log.broken copy of a segment found corrupt (kept for an operator)
 //
@@ -71,6 +71,8 @@
 //
 // An index is written (synced) only after the bytes it covers have been
 // synced: at roll for the old segment, and at Close for the active one.
+// It is written over the existing file in place (its inode reused): a
+// torn rewrite fails the checksum, and the segment is scanned instead.
 // Readers use in-memory copies that the writer extends on every append.
 //
 // # Recovery
@@ -99,10 +101,14 @@
 //     file, the byte position and the expected offset. Nothing is
 //     dropped; the original file is left untouched.
 //
-// Open then removes the checkpoint (and syncs the directory) before the
+// Open then zeroes a valid checkpoint in place (and syncs it) before the
 // log accepts writes, so a crash after Open forces the next Open to scan.
-// Close syncs the active segment, writes its indexes, then writes the
-// checkpoint (to clean-shutdown.tmp, synced, renamed, directory synced).
+// Close cuts the zeros written ahead off the active segment, writes its
+// indexes in place and syncs both (and the directory if a file was
+// created), then writes the checkpoint in place and syncs it: a torn
+// checkpoint fails its checksum, and it is written only once what it
+// describes is durable. CloseAll does the same for many logs with two
+// filesystem syncs in all (vfs.SyncSet: one syncfs on Linux).
 // Log.Recovery reports what Open scanned, rebuilt and truncated.
 //
 // # Retention

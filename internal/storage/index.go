@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
 
 	"github.com/sluicedb/sluice/internal/vfs"
 )
@@ -136,26 +135,21 @@ func decodeIndexes(base int64, ob, tb []byte) (indexSummary, []offEntry, []timeE
 	return s, offs, times, nil
 }
 
-// writeFile replaces name in place with a new file holding b, synced,
-// for index files (checked against their segment when read, so not
-// replaced atomically). The caller syncs the directory.
-func writeFile(fs vfs.FS, name string, b []byte) error {
-	if err := fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := fs.Create(name)
+// writeFile writes b as the whole of name, synced: an index file is
+// rewritten in place (its inode reused, no remove and create), since it
+// is checked against its checksum and its segment when read, and a torn
+// rewrite makes the segment scanned instead. The caller syncs the
+// directory when created is set.
+func writeFile(fs vfs.FS, name string, b []byte) (created bool, err error) {
+	f, created, err := vfs.WriteInPlace(fs, name, b)
 	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+		return created, err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return err
+		return created, err
 	}
-	return f.Close()
+	return created, f.Close()
 }
 
 // summary returns the segment's state as an index header records it. The
@@ -169,13 +163,39 @@ func (s *segment) summary() indexSummary {
 // syncs the directory afterwards.
 func writeIndexes(fs vfs.FS, s *segment) error {
 	sum := s.summary()
-	if err := writeFile(fs, s.indexPath(), encodeOffsetIndex(sum, s.offIdx)); err != nil {
+	if _, err := writeFile(fs, s.indexPath(), encodeOffsetIndex(sum, s.offIdx)); err != nil {
 		return fmt.Errorf("write offset index of %s: %w", s.path, err)
 	}
-	if err := writeFile(fs, s.timeIndexPath(), encodeTimeIndex(sum, s.timeIdx)); err != nil {
+	if _, err := writeFile(fs, s.timeIndexPath(), encodeTimeIndex(sum, s.timeIdx)); err != nil {
 		return fmt.Errorf("write time index of %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// rewriteIndexes writes both index files of s in place without syncing
+// them (and closes them); the caller syncs them before anything that
+// relies on them (the clean-shutdown checkpoint), and the directory when
+// created is set. The segment's bytes must be durable by the time the
+// indexes are.
+func rewriteIndexes(fs vfs.FS, s *segment) (created bool, err error) {
+	sum := s.summary()
+	for _, w := range []struct {
+		path, what string
+		b          []byte
+	}{
+		{s.indexPath(), "offset", encodeOffsetIndex(sum, s.offIdx)},
+		{s.timeIndexPath(), "time", encodeTimeIndex(sum, s.timeIdx)},
+	} {
+		f, c, err := vfs.WriteInPlace(fs, w.path, w.b)
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil {
+			return created, fmt.Errorf("write %s index of %s: %w", w.what, s.path, err)
+		}
+		created = created || c
+	}
+	return created, nil
 }
 
 // loadIndexes reads both index files of s; ok is false when either is

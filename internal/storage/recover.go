@@ -231,11 +231,17 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	}
 
 	var cp *checkpoint
+	zeroCP, cpSize := false, int64(0) // the checkpoint file needs zeroing (valid, or unreadable), and how many bytes
 	if have[checkpointName] {
-		if b, err := vfs.ReadFile(fs, filepath.Join(dir, checkpointName)); err == nil {
+		b, err := vfs.ReadFile(fs, filepath.Join(dir, checkpointName))
+		if err == nil {
 			if c, err := decodeCheckpoint(b); err == nil {
 				cp = &c
 			}
+		}
+		zeroCP, cpSize = err != nil || cp != nil, int64(len(b))
+		if err != nil {
+			cpSize = checkpointSize // unreadable: zeroed to be sure
 		}
 	}
 
@@ -272,13 +278,19 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	l.loadStartOffset()
 	l.loadCleanMarks()
 
-	// The checkpoint is removed before any write: if this process crashes,
-	// the next Open must not trust it.
-	if have[checkpointName] {
-		if err := fs.Remove(filepath.Join(dir, checkpointName)); err != nil {
-			return fail(fmt.Errorf("storage: remove checkpoint: %w", err))
+	// The checkpoint is made invalid before any write: if this process
+	// crashes, the next Open must not trust it. It is zeroed in place
+	// (durable with its own sync, no directory change), so that the next
+	// clean close writes over the same file. One that is invalid already
+	// is left: an earlier Open zeroed it (or a crash tore its write), and
+	// even if that zeroing's sync never ran, a checkpoint that came back
+	// would name the active segment's exact size at that clean close,
+	// which the segment then still has only if nothing past it became
+	// durable (bytes below it never change).
+	if zeroCP {
+		if err := invalidateCheckpoint(fs, dir, cpSize); err != nil {
+			return fail(fmt.Errorf("storage: invalidate checkpoint: %w", err))
 		}
-		dirty = true
 	}
 	if dirty {
 		if err := fs.SyncDir(dir); err != nil {

@@ -213,3 +213,151 @@ func SyncDirs(fs FS, dirs []string) error {
 	}
 	return nil
 }
+
+// FilesSyncer is implemented by filesystems that make every write made
+// to them since a point durable in one call (the operating system's on
+// Linux: syncfs), for SyncSet.
+type FilesSyncer interface {
+	// SyncBaseline opens a handle on the filesystem holding dir: the
+	// point from which SyncSince reports writeback errors.
+	SyncBaseline(dir string) (io.Closer, error)
+	// SyncSince makes every write made to the filesystem durable (data,
+	// files' sizes, directory entries) and reports an error if a
+	// writeback met one since SyncBaseline returned h, or, for each of
+	// files (open from before), since it was last synced.
+	SyncSince(h io.Closer, files []File) error
+}
+
+// SyncSet collects what a batch of writes must make durable, to make it
+// all durable at once: the clean shutdown of many partitions syncs their
+// files this way, in a number of filesystem syncs that does not grow
+// with the partitions, and without holding the files it wrote open.
+// Start it (NewSyncSet) before the writes it covers. Files written before
+// it started are added open (AddFile, their owner closes them); files
+// written after it started are added by name (AddName), closed.
+//
+// On a FilesSyncer, when the set holds at least syncDirsMin entries,
+// Sync is one SyncSince; otherwise every file is synced (those added by
+// name opened again for it: a writeback error not reported yet is
+// reported to a new descriptor) and then every directory. Not safe for
+// concurrent use.
+type SyncSet struct {
+	fs    FS
+	base  io.Closer // from SyncBaseline; nil: sync one by one
+	files []File
+	names []string
+	dirs  []string
+}
+
+// NewSyncSet starts a set on fs, whose writes from now on it covers; dir
+// is a directory of the filesystem (the batch's files must all be on
+// it), or one to be made there. Close the set after its last Sync.
+func NewSyncSet(fs FS, dir string) *SyncSet {
+	s := &SyncSet{fs: fs}
+	fsy, ok := fs.(FilesSyncer)
+	// A directory not made yet (a new partition's): its parent will do.
+	for d := filepath.Clean(dir); ok; d = filepath.Dir(d) {
+		h, err := fsy.SyncBaseline(d)
+		if err == nil {
+			s.base = h
+		}
+		if !errors.Is(err, os.ErrNotExist) || d == filepath.Dir(d) {
+			break
+		}
+	}
+	return s
+}
+
+// AddFile adds files written before the set started, open.
+func (s *SyncSet) AddFile(files ...File) { s.files = append(s.files, files...) }
+
+// AddName adds files written since the set started, by name.
+func (s *SyncSet) AddName(names ...string) { s.names = append(s.names, names...) }
+
+// AddDir adds directories whose entries changed (each synced once).
+func (s *SyncSet) AddDir(dirs ...string) { s.dirs = append(s.dirs, dirs...) }
+
+// Sync makes everything added durable, as a sync of each file and
+// directory would. An error says that some of them may not be durable,
+// not which.
+func (s *SyncSet) Sync() error {
+	if s.base != nil && len(s.files)+len(s.names)+len(s.dirs) >= syncDirsMin {
+		return s.fs.(FilesSyncer).SyncSince(s.base, s.files)
+	}
+	for _, f := range s.files {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	for _, n := range s.names {
+		f, err := s.fs.Open(n)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	seen := make(map[string]bool, len(s.dirs))
+	for _, d := range s.dirs {
+		if d = filepath.Clean(d); seen[d] {
+			continue
+		}
+		seen[d] = true
+		if err := s.fs.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close releases the set's handle on the filesystem.
+func (s *SyncSet) Close() error {
+	if s.base != nil {
+		return s.base.Close()
+	}
+	return nil
+}
+
+// WriteInPlace makes name hold exactly data, without a sync: it writes
+// over the existing file, reusing its inode, and cuts what is left past
+// data, or creates the file (created). Until the caller syncs the
+// returned file a crash may leave any mix of the old and new bytes, so
+// it is for files whose reader detects a torn one (a checksum) and has
+// something to fall back on. The caller syncs the file and closes it,
+// and syncs the directory when created is set.
+func WriteInPlace(fs FS, name string, data []byte) (_ File, created bool, err error) {
+	f, err := fs.OpenRW(name)
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = fs.Create(name)
+		created = true
+	}
+	if err != nil {
+		return nil, created, err
+	}
+	size := int64(0)
+	if !created {
+		if size, err = f.Size(); err != nil {
+			f.Close()
+			return nil, created, fmt.Errorf("stat %s: %w", name, err)
+		}
+	}
+	if n, err := f.WriteAt(data, 0); err != nil || n != len(data) {
+		f.Close()
+		if err == nil {
+			err = io.ErrShortWrite
+		}
+		return nil, created, fmt.Errorf("write %s: %w", name, err)
+	}
+	if size > int64(len(data)) {
+		if err := f.Truncate(int64(len(data))); err != nil {
+			f.Close()
+			return nil, created, fmt.Errorf("truncate %s: %w", name, err)
+		}
+	}
+	return f, created, nil
+}

@@ -122,6 +122,32 @@ func (fs osFS) SyncDirs(dirs []string) error {
 	return syncDirs(dirs)
 }
 
+// SyncBaseline opens dir, on Linux: the descriptor syncSince syncs the
+// filesystem through, whose writeback errors it reports from now on.
+// Elsewhere it fails, and a SyncSet syncs its entries one by one.
+func (osFS) SyncBaseline(dir string) (io.Closer, error) { return syncBaseline(filepath.Clean(dir)) }
+
+// SyncSince makes every write to the filesystem of h durable (see
+// syncSince) and checks files, each on its own descriptor.
+func (fs osFS) SyncSince(h io.Closer, files []File) error {
+	osf := make([]*os.File, 0, len(files))
+	for _, f := range files {
+		o, ok := f.(OSFile)
+		if !ok {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+			continue
+		}
+		osf = append(osf, o.OS())
+	}
+	d, ok := h.(*os.File)
+	if !ok {
+		return fmt.Errorf("vfs: SyncSince on a handle %T not from SyncBaseline", h)
+	}
+	return syncSince(d, osf)
+}
+
 // syncDirsMin is the fewest directories SyncDirs syncs with syncfs. A
 // syncfs writes back every dirty page of the filesystem, other files'
 // and other processes' included, and holds up their fsyncs meanwhile

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -75,4 +76,46 @@ func syncDirs(dirs []string) error {
 		return fmt.Errorf("vfs: syncfs %s: %w", dirs[0], serr)
 	}
 	return nil
+}
+
+func syncBaseline(dir string) (io.Closer, error) { return os.Open(dir) }
+
+// syncSince makes every write to the filesystem holding via durable
+// with one syncfs(2) through via: it writes back every dirty page and
+// inode of the filesystem and flushes the device once, and reports a
+// writeback error met since via was opened. A file written before via
+// was opened is checked on its own descriptor with sync_file_range(2)
+// waiting on its pages: it writes nothing more (syncfs did) and returns,
+// as fsync would, an error that an earlier writeback of the file met and
+// no sync on that descriptor reported yet.
+func syncSince(via *os.File, files []*os.File) error {
+	if err := onFD(via, func(fd int) error { return unix.Syncfs(fd) }); err != nil {
+		return fmt.Errorf("vfs: syncfs %s: %w", via.Name(), err)
+	}
+	const wait = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	for _, f := range files {
+		if err := onFD(f, func(fd int) error { return unix.SyncFileRange(fd, 0, 0, wait) }); err != nil {
+			return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: err}
+		}
+	}
+	return nil
+}
+
+// onFD runs call on f's descriptor, retrying on EINTR.
+func onFD(f *os.File, call func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if serr = call(int(fd)); serr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
 }

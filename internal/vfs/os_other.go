@@ -2,7 +2,11 @@
 
 package vfs
 
-import "os"
+import (
+	"errors"
+	"io"
+	"os"
+)
 
 // datasync flushes f with fsync where fdatasync is not available.
 func datasync(f *os.File) error { return f.Sync() }
@@ -19,3 +23,10 @@ func syncDirs(dirs []string) error {
 	}
 	return nil
 }
+
+// syncBaseline fails: without syncfs a SyncSet syncs its entries one
+// by one.
+func syncBaseline(string) (io.Closer, error) { return nil, errors.ErrUnsupported }
+
+// syncSince is never called (syncBaseline fails).
+func syncSince(*os.File, []*os.File) error { return errors.ErrUnsupported }
