@@ -133,6 +133,7 @@ func Open(cfg Config) (*Partition, error) {
 			return nil, fmt.Errorf("open partition %s/%d: %w", cfg.Topic, cfg.Index, err)
 		}
 	}
+	l.SettleStartOffset() // after the replay, which may bring back records a DeleteRecords start is past
 	p.log = l
 	from, fromSnapshot := l.StartOffset(), false
 	if !create {

@@ -23,7 +23,7 @@ func (l *Log) ApplyRetention() (removed int, err error) {
 	}
 	defer l.cleanMu.Unlock()
 	l.mu.RLock()
-	start := l.start
+	start := min(l.start, l.active().next)
 	l.mu.RUnlock()
 	cutoff := int64(0)
 	byAge := l.cfg.RetentionAge > 0

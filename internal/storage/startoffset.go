@@ -60,12 +60,29 @@ func (l *Log) loadStartOffset() {
 		l.report.StartOffsetIgnored = err.Error()
 		return
 	}
-	l.start = min(off, l.active().next)
+	// Not cut to the log's end yet: the broker's WAL may replay records
+	// the segment lost in a crash (acknowledged, so possibly deleted
+	// since) up to and past it. SettleStartOffset cuts it after the
+	// replay; until then readers see it cut (startLocked).
+	l.start = off
+}
+
+// SettleStartOffset cuts the log start offset read at Open to the log's
+// end, once whatever replays records into the log at Open (the broker's
+// WAL) has: a start past the end (the log lost records a crash took,
+// fsync policy permitting) would otherwise hide the new records written
+// at those offsets.
+func (l *Log) SettleStartOffset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.segs) > 0 {
+		l.start = min(l.start, l.active().next)
+	}
 }
 
 // startLocked is the log start offset. The caller holds mu.
 func (l *Log) startLocked() int64 {
-	return max(l.segs[0].base, l.start)
+	return max(l.segs[0].base, min(l.start, l.active().next))
 }
 
 // DeleteRecordsBefore makes off the log start offset (Kafka's

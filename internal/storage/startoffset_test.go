@@ -105,3 +105,67 @@ func TestSetConfig(t *testing.T) {
 		t.Fatalf("%d segments after SetConfig(SegmentBytes 1024)", l.Segments())
 	}
 }
+
+// TestDeleteRecordsStartSurvivesReplay checks a start offset past what a
+// crash left in the segment (the records after it were in a write-behind
+// tail, durable only in the broker's WAL): once the replay appends them
+// again, the start is where DeleteRecordsBefore put it, not cut back to
+// the end the segment had at Open; SettleStartOffset after the replay
+// keeps it. Without a replay it is cut to the log's end, so records
+// written at those offsets later are not hidden.
+func TestDeleteRecordsStartSurvivesReplay(t *testing.T) {
+	m := vfs.NewMem()
+	cfg := Config{WriteBehind: 64 << 10, RetentionAge: -1}
+	l := mustOpen(t, m, dir, cfg)
+	a := newAppender(t, l)
+	var batches [][]byte
+	for i := range 10 {
+		batches = append(batches, a.add(2, 100, int64(1000+i)))
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	synced := a.next // 20
+	for i := range 10 {
+		batches = append(batches, a.add(2, 100, int64(2000+i))) // in the tail only
+	}
+	const cut = 30
+	if got, err := l.DeleteRecordsBefore(cut); err != nil || got != cut {
+		t.Fatalf("DeleteRecordsBefore(%d) = %d, %v", cut, got, err)
+	}
+	crashed := m.CrashClone(vfs.CrashOptions{})
+
+	// The replay brings the tail's batches back.
+	r := mustOpen(t, crashed, dir, cfg)
+	if r.NextOffset() != synced {
+		t.Fatalf("after the crash the segment ends at %d, want %d", r.NextOffset(), synced)
+	}
+	if s := r.StartOffset(); s > r.NextOffset() {
+		t.Fatalf("start %d past the log end %d before the replay", s, r.NextOffset())
+	}
+	for _, b := range batches[10:] {
+		if err := r.Append(b, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.SettleStartOffset()
+	if s := r.StartOffset(); s != cut {
+		t.Fatalf("after the replay StartOffset = %d, want %d (the deleted records are readable again)", s, cut)
+	}
+	r.Close()
+
+	// No replay: the start is cut to the end, and new records there stay readable.
+	crashed2 := m.CrashClone(vfs.CrashOptions{})
+	n := mustOpen(t, crashed2, dir, cfg)
+	defer n.Close()
+	n.SettleStartOffset()
+	if s := n.StartOffset(); s != synced {
+		t.Fatalf("without a replay StartOffset = %d, want the log end %d", s, synced)
+	}
+	if err := n.Append(batches[10], nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := n.StartOffset(); s != synced {
+		t.Fatalf("a new record at the old start's offsets moved the start to %d", s)
+	}
+}
