@@ -353,22 +353,9 @@ func (c *conn) writeInline(p *pending) bool {
 	if p.err != nil || c.owed.Load() != 0 {
 		return false
 	}
-	switch r := p.resp.(type) {
-	case nil, *fetchReply, *rawReply:
+	switch p.resp.(type) {
+	case nil, *deferredReply, *fetchReply, *rawReply:
 		return false
-	case *deferredReply:
-		// A Produce whose appends are all durable already (a lone
-		// producer's, written and fsynced on this goroutine) is answered
-		// here too, without waking writeLoop.
-		if r.ready == nil || !r.ready() {
-			return false
-		}
-		p.resp = r.finish() // returns at once: ready
-		if p.frame != nil {
-			c.b.reqBytes.release(int64(len(p.frame)))
-			putFrame(p.frame) // every append returned: nothing uses its bytes
-			p.frame = nil
-		}
 	}
 	c.wmu.Lock()
 	c.emit(p, c.log)

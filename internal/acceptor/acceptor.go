@@ -270,9 +270,6 @@ func (a *Acceptor) tryInline(w *waiter) bool {
 		return false
 	}
 	r := &a.run
-	if a.queued.Load() == 0 && r.inlineSyncOK(w) {
-		return a.appendSyncInline(w)
-	}
 	if a.queued.Load() != 0 || !r.inlineOK(len(w.req.Batches)) {
 		a.runMu.Unlock()
 		return false
@@ -283,31 +280,6 @@ func (a *Acceptor) tryInline(w *waiter) bool {
 		r.startAsync()
 	}
 	kick := r.failed != nil // the heal timer was armed: the select must see it
-	a.runMu.Unlock()
-	if kick {
-		a.kickRun()
-	}
-	return true
-}
-
-// appendSyncInline handles a durable append of a partition writing alone
-// (runState.inlineSyncOK) on the caller's goroutine, the run goroutine
-// being idle: it writes it and fsyncs the segment there, as the run
-// goroutine would inline (syncInline), so that a lone producer's
-// acknowledgement wakes no other goroutine on its way. The run goroutine
-// is kicked afterwards for what it does while idle (zeros ahead, a
-// checkpoint). The caller holds runMu; it is released.
-func (a *Acceptor) appendSyncInline(w *waiter) bool {
-	r := &a.run
-	r.cfg.Metrics.inline()
-	r.handle(w)
-	if len(r.pending) > 0 && r.failed == nil {
-		r.write(r.buf, r.bufHdrs)
-	}
-	if r.failed == nil && !r.syncing && r.written > r.synced {
-		r.syncInline()
-	}
-	kick := r.failed != nil || len(r.pending) > 0 || r.ckptWanted || !r.prepared || r.written > r.synced
 	a.runMu.Unlock()
 	if kick {
 		a.kickRun()

@@ -620,16 +620,6 @@ func (r *runState) inlineOK(n int) bool {
 		r.syncBytes+n <= r.cfg.WALMaxCycle && !r.alone()
 }
 
-// inlineSyncOK reports whether a durable append may be written and
-// fsynced on its caller's goroutine (Acceptor.appendSyncInline): the
-// partition is healthy and writes alone (its segment's own fsync, under
-// FsyncAlways), nothing is being coalesced or synced, and appends come
-// one at a time (no overlap: the run goroutine would sync inline too).
-func (r *runState) inlineSyncOK(w *waiter) bool {
-	return w.durable && r.cfg.Fsync == FsyncAlways && r.failed == nil && len(r.pending) == 0 &&
-		!r.cfg.NoCoalesce && !r.syncing && !r.overlap && !r.direct && r.alone()
-}
-
 // walSynced ends an asynchronous WAL sync (startAsync), on the WAL's
 // flusher goroutine. If the run state is free it finishes the sync
 // there, releasing what it made durable, and starts the next one if more
