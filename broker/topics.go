@@ -129,7 +129,7 @@ func (b *Broker) createTopicAs(name string, partitions int32, configs map[string
 	b.byID[t.id] = t
 	b.mu.Unlock()
 	b.metrics.topics.Inc()
-	b.prepareParts(name, t.parts)
+	b.prepareParts(t.parts)
 	b.cfg.logger.Info("topic created", "topic", name, "partitions", partitions)
 	return t, nil
 }
@@ -279,7 +279,7 @@ func (b *Broker) addPartitions(name string, count int32, validateOnly bool) erro
 	b.topics[name] = nt
 	b.byID[nt.id] = nt
 	b.mu.Unlock()
-	b.prepareParts(name, nt.parts[have:])
+	b.prepareParts(nt.parts[have:])
 	b.cfg.logger.Info("partitions added", "topic", name, "partitions", count)
 	return nil
 }

@@ -263,7 +263,8 @@ func (b *Broker) stopMaker() {
 
 // prepareBatch makes the files of the partitions in batch, which may
 // belong to several topics, and syncs their directory entries with
-// their topics' directories.
+// their topics' directories (prepareParts, the maker). A partition it
+// fails for makes its files at its first write or sync.
 func (b *Broker) prepareBatch(batch []*partition.Partition) {
 	var dirs []string
 	var made []*partition.Partition
@@ -309,9 +310,9 @@ func (b *Broker) prepareBatch(batch []*partition.Partition) {
 // the broker closes; a partition it has not reached makes its files at
 // its first write and syncs their entries at its first Sync (and
 // deleteTopic makes them before moving the directory away).
-func (b *Broker) prepareParts(topic string, parts []*partition.Partition) {
+func (b *Broker) prepareParts(parts []*partition.Partition) {
 	if len(parts) < preparedInline {
-		b.prepare(topic, parts)
+		b.prepareBatch(parts)
 		return
 	}
 	if b.wal != nil {
@@ -323,41 +324,13 @@ func (b *Broker) prepareParts(topic string, parts []*partition.Partition) {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.prepare(topic, parts)
+		b.prepareBatch(parts)
 	}()
 }
 
 // preparedInline: topics with fewer new partitions are prepared while
 // they are created (prepareParts).
 const preparedInline = 32
-
-// prepare is prepareParts' work.
-func (b *Broker) prepare(topic string, parts []*partition.Partition) {
-	var dirs []string
-	var made []*partition.Partition
-	for _, p := range parts {
-		if b.closing.Load() {
-			return
-		}
-		if err := p.Prepare(); err != nil {
-			b.cfg.logger.Warn("making a new partition's files failed; its first write tries again", "topic", p.Topic(), "partition", p.Index(), "err", err)
-			break
-		}
-		dirs = append(dirs, p.Dir())
-		made = append(made, p)
-	}
-	if len(made) == 0 || b.closing.Load() {
-		return
-	}
-	if err := vfs.SyncDirs(b.fs, append(dirs, b.layout.TopicDir(topic))); err != nil {
-		// The partitions' first Syncs sync their directories instead.
-		b.cfg.logger.Debug("syncing new partitions' directories failed", "topic", topic, "err", err)
-		return
-	}
-	for _, p := range made {
-		p.DirsSynced()
-	}
-}
 
 // allocPID returns a new producer id, reserving a new block in
 // cluster.json when the current one is used up.

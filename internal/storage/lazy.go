@@ -174,14 +174,9 @@ func (z *lazyFile) Size() (int64, error) {
 // Write appends p at the end of the bytes written so far (the file's
 // size once it is made).
 func (z *lazyFile) Write(p []byte) (int, error) {
-	if z.f.Load() == nil {
-		z.mu.Lock()
-		end := int64(len(z.pend))
-		made := z.f.Load() != nil
-		z.mu.Unlock()
-		if !made {
-			return z.write(p, end)
-		}
+	if z.made() == nil {
+		size, _ := z.Size() // of pend while the file is not made: cannot fail
+		return z.write(p, size)
 	}
 	f, err := z.file()
 	if err != nil {
