@@ -2,10 +2,14 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,5 +212,84 @@ func TestNewPartitionFilesMadeByFirstWrite(t *testing.T) {
 		if p := dirs(m); slices.Contains(p, 3) {
 			t.Fatalf("%s: partition 3, never written, has a directory", name)
 		}
+	}
+}
+
+// TestDeleteLargeTopicMakesNoFiles: deleting a large topic whose
+// partitions have not all made their files (they make them at their
+// first write) makes none of them, leaves nothing at the old path, and a
+// deletion that fails leaves the topic's partitions able to make theirs.
+func TestDeleteLargeTopicMakesNoFiles(t *testing.T) {
+	const parts = 40 // at least preparedInline: not prepared at the create
+	fs := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(fs))
+	ctx := context.Background()
+	for _, name := range []string{"t", "u"} {
+		if err := b.CreateTopic(ctx, name, parts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := dialRaw(t, b.Addr())
+	defer c.nc.Close()
+	rec := storagetest.Build(storagetest.Spec{Records: 3, ValueSize: 100, Timestamp: 1000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	if code, msg := produceTo(c, "t", 7, rec); code != 0 {
+		t.Fatalf("produce: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	// The written partition's files are made by the maker; the others
+	// have none.
+	if err := b.partition("t", 7).Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var created []string
+	fs.Inject(func(op vfs.Op) error {
+		// Segment files: the written partition's close still writes
+		// its index (at the old path, where it fails harmlessly).
+		if op.Kind == vfs.OpCreate && strings.HasPrefix(op.Name, "/data/topics/") && strings.HasSuffix(op.Name, ".log") {
+			mu.Lock()
+			created = append(created, op.Name)
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err := b.deleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	fs.Inject(nil)
+	mu.Lock()
+	made := created
+	mu.Unlock()
+	if len(made) != 0 {
+		t.Fatalf("deleting the topic created %d segment files: %v", len(made), made)
+	}
+	if _, err := fs.Stat("/data/topics/t"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the deleted topic's directory: %v", err)
+	}
+
+	// A deletion whose rename fails puts the topic back, and its
+	// partitions make their files again.
+	fs.Inject(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRename && strings.HasPrefix(op.Name, "/data/topics/u") {
+			return vfs.Errno(op, syscall.EIO)
+		}
+		return nil
+	})
+	if err := b.deleteTopic("u"); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("deleting with a failing rename: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	fs.Inject(nil)
+	if code, msg := produceTo(c, "u", 3, rec); code != 0 {
+		t.Fatalf("produce after a failed deletion: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if err := b.partition("u", 3).Prepare(); err != nil {
+		t.Fatalf("a partition of the topic whose deletion failed cannot make its files: %v", err)
+	}
+	if _, err := fs.Stat("/data/topics/u/3"); err != nil {
+		t.Fatal(err)
+	}
+	c.nc.Close()
+	b.Close()
+	if _, err := fs.Stat("/data/topics/t"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the close, the deleted topic's directory: %v", err)
 	}
 }

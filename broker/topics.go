@@ -179,11 +179,16 @@ func (b *Broker) deleteTopic(name string) error {
 	del := b.layout.DeletedDir()
 	aside := b.layout.DeletedTopicDir(name, uuidString(t.id))
 	err := vfs.MkdirAllDurable(b.fs, del)
+	// A partition that has not made its files yet (a large topic's
+	// partitions make them at their first write) must not make them
+	// while or after the directory moves: they would appear at the old
+	// path. Held, it makes none; a rollback releases them.
 	for _, p := range t.parts {
-		// A partition created moments ago may not have made its files
-		// yet: made after the rename, they would appear at the old path.
-		if err == nil {
-			err = p.Prepare()
+		p.HoldFiles()
+	}
+	release := func() {
+		for _, p := range t.parts {
+			p.ReleaseFiles()
 		}
 	}
 	renamed := false
@@ -209,6 +214,7 @@ func (b *Broker) deleteTopic(name string) error {
 				return errCode(kerr.KafkaStorageError, "delete topic %s: %v (the deletion completes at the next start)", name, err)
 			}
 		}
+		release()
 		b.mu.Lock()
 		b.topics[name] = t
 		b.byID[t.id] = t

@@ -274,6 +274,9 @@ func (b *Broker) prepareBatch(batch []*partition.Partition) {
 			return
 		}
 		if err := p.Prepare(); err != nil {
+			if errors.Is(err, storage.ErrFilesHeld) {
+				continue // its topic is being deleted
+			}
 			b.cfg.logger.Warn("making a new partition's files failed; its first sync tries again", "topic", p.Topic(), "partition", p.Index(), "err", err)
 			continue
 		}

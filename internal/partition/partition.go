@@ -171,6 +171,14 @@ func Open(cfg Config) (*Partition, error) {
 // at its path any more, so its directory can be renamed away.
 func (p *Partition) Prepare() error { return p.log.Prepare() }
 
+// HoldFiles keeps a new partition from making its directory and files
+// until ReleaseFiles (storage.Log.HoldFiles), while its topic's
+// directory is moved; it reports whether they were made already.
+func (p *Partition) HoldFiles() (made bool) { return p.log.HoldFiles() }
+
+// ReleaseFiles undoes HoldFiles.
+func (p *Partition) ReleaseFiles() { p.log.ReleaseFiles() }
+
 // DirsSynced tells a new partition, after a successful Prepare, that
 // the caller made its directory entries durable (see storage.Log.DirsSynced).
 func (p *Partition) DirsSynced() { p.log.DirsSynced() }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,10 +39,15 @@ type lazyFile struct {
 
 	notified atomic.Bool // onPending was called
 
-	mu     sync.Mutex // guards the making of the directory and file, pend and closed
+	mu     sync.Mutex // guards the making of the directory and file, pend, held and closed
 	pend   []byte     // bytes [0, len(pend)) written before the file was made
+	held   bool       // the file must not be made now (hold)
 	closed bool
 }
+
+// ErrFilesHeld is returned by what would make a new log's files while
+// Log.HoldFiles holds them (its topic's directory is being moved).
+var ErrFilesHeld = errors.New("the log's files are held: its directory is being moved")
 
 // pendMax is the most bytes a new log keeps in memory until its file is
 // made (lazyFile).
@@ -59,6 +65,9 @@ func (z *lazyFile) file() (vfs.File, error) {
 	}
 	if z.closed {
 		return nil, os.ErrClosed
+	}
+	if z.held {
+		return nil, ErrFilesHeld
 	}
 	if err := z.fs.MkdirAll(z.dir); err != nil {
 		return nil, fmt.Errorf("create %s: %w", z.dir, err)
@@ -128,6 +137,22 @@ func (z *lazyFile) write(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	return f.WriteAt(p, off)
+}
+
+// hold stops the file from being made until release, and reports
+// whether it was made already. Writes that fit in pend are still kept.
+func (z *lazyFile) hold() (made bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.held = true
+	return z.f.Load() != nil
+}
+
+// release undoes hold.
+func (z *lazyFile) release() {
+	z.mu.Lock()
+	z.held = false
+	z.mu.Unlock()
 }
 
 // made returns the file if it exists, else nil.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -304,6 +305,9 @@ func (l *Log) Sync() error {
 		return nil // a created log holding nothing: nothing to make durable
 	}
 	if err := a.file.Sync(); err != nil { // flushes a write-behind tail first
+		if errors.Is(err, ErrFilesHeld) {
+			return fmt.Errorf("storage: sync %s: %w", a.path, err) // nothing was written: the log is not failed
+		}
 		return l.fail("sync "+a.path, err)
 	}
 	if pending {
@@ -358,6 +362,26 @@ func (l *Log) Prepare() error {
 		return fmt.Errorf("storage: %w", err)
 	}
 	return nil
+}
+
+// HoldFiles keeps a log made by Create from making its directory and
+// file until ReleaseFiles (ErrFilesHeld meanwhile; appends that fit in
+// memory are kept), so that its parent directory can be moved without
+// a file appearing at the old path. It reports whether they were made
+// already, in which case they move with the directory. It does nothing
+// for a log made by Open.
+func (l *Log) HoldFiles() (made bool) {
+	if l.lazy == nil {
+		return true
+	}
+	return l.lazy.hold()
+}
+
+// ReleaseFiles undoes HoldFiles.
+func (l *Log) ReleaseFiles() {
+	if l.lazy != nil {
+		l.lazy.release()
+	}
 }
 
 // minPreallocate is the least Preallocate writes ahead (unless
