@@ -158,7 +158,7 @@ func closeManyPartitions(b *testing.B, n, perPart int) *closeRun {
 // produceEverywhere sends perPart records to each of the n partitions of
 // topic t with acks=all: rounds of one Produce request over every
 // partition, 15 records each.
-func produceEverywhere(b *testing.B, br *Broker, n, perPart int) {
+func produceEverywhere(b testing.TB, br *Broker, n, perPart int) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr()), kgo.BrokerMaxWriteBytes(256<<20))
 	if err != nil {
 		b.Fatal(err)
@@ -276,3 +276,36 @@ func (f countFile) Sync() error {
 }
 
 func (f countFile) OS() *os.File { return f.File.(vfs.OSFile).OS() }
+
+// TestCleanRestartSyncsBounded: reopening a data directory after a clean
+// shutdown makes a number of filesystem syncs that does not grow with
+// its partitions (each partition's checkpoint is zeroed and synced with
+// the others in one SyncSet; a partition whose every byte is durable is
+// not synced again), and every partition comes back clean and whole.
+func TestCleanRestartSyncsBounded(t *testing.T) {
+	const parts, perPart = 60, 30
+	dir := t.TempDir()
+	cfs := &countFS{FS: vfs.OS()}
+	br := openBroker(t, dir, "127.0.0.1:0", withFS(cfs))
+	if err := br.CreateTopic(context.Background(), "t", parts, nil); err != nil {
+		br.Close()
+		t.Fatal(err)
+	}
+	produceEverywhere(t, br, parts, perPart)
+	if err := br.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var c fsCounts
+	cfs.count = &c
+	rb := openBroker(t, dir, "127.0.0.1:0", withFS(cfs))
+	cfs.count = nil
+	defer rb.Close()
+	if n := c.syncs(); n > 20 {
+		t.Fatalf("reopening %d partitions made %d syncs (%d of files, %d of directories, %d of the filesystem)", parts, n, c.fileSyncs.Load(), c.dirSyncs.Load(), c.fsSyncs.Load())
+	}
+	for _, p := range rb.lookup("t").parts {
+		if !p.Log().Recovery().Clean || p.NextOffset() != perPart {
+			t.Fatalf("partition %d reopened clean=%v at %d, want clean at %d", p.Index(), p.Log().Recovery().Clean, p.NextOffset(), perPart)
+		}
+	}
+}

@@ -59,6 +59,7 @@ func (b *Broker) load() error {
 		return fmt.Errorf("broker: list topics: %w", err)
 	}
 	var maxPID int64 = -1
+	var opened []*partition.Partition
 	for _, name := range names {
 		tm, err := b.layout.ReadTopic(b.fs, name)
 		if err != nil {
@@ -81,8 +82,14 @@ func (b *Broker) load() error {
 		for _, p := range t.parts {
 			maxPID = max(maxPID, p.MaxProducerID())
 		}
+		opened = append(opened, t.parts...)
 		b.topics[name] = t
 		b.byID[t.id] = t
+	}
+	// Every partition opened after a clean shutdown zeroed its
+	// checkpoint: one filesystem sync for all of them.
+	if err := partition.SyncCheckpoints(b.fs, opened); err != nil {
+		return fmt.Errorf("broker: %w", err)
 	}
 	b.metrics.topics.Set(float64(len(b.topics)))
 	if maxPID >= b.nextPID.Load() {

@@ -68,22 +68,19 @@ func rewriteCheckpoint(fs vfs.FS, dir string, c checkpoint) (created bool, err e
 }
 
 // invalidateCheckpoint makes the checkpoint file of an opened log
-// invalid in place, writing size zeros over it, and syncs it, so that a
-// crash from now on makes the next Open scan; the file stays, for the
-// next clean close to write over (no inode freed and allocated again, no
-// directory change).
-func invalidateCheckpoint(fs vfs.FS, dir string, size int64) error {
+// invalid in place, writing size zeros over it, and returns it open and
+// unsynced (see Log.cpZeroed, SyncCheckpoints), so that a crash once it
+// is synced makes the next Open scan; the file stays, for the next clean
+// close to write over (no inode freed and allocated again, no directory
+// change).
+func invalidateCheckpoint(fs vfs.FS, dir string, size int64) (vfs.File, error) {
 	f, err := fs.OpenRW(filepath.Join(dir, checkpointName))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := f.WriteAt(make([]byte, size), 0); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return f, nil
 }

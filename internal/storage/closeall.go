@@ -204,5 +204,11 @@ func (c *closing) finish() {
 	for _, s := range segs {
 		s.release()
 	}
+	l.cpMu.Lock()
+	if l.cpZeroed != nil {
+		l.cpZeroed.Close() // rewritten by a clean close, or left as Open found it (see recover)
+		l.cpZeroed = nil
+	}
+	l.cpMu.Unlock()
 	l.cleanMu.Unlock()
 }

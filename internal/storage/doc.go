@@ -7,7 +7,7 @@
 //	00000000000000000000.timeindex  sparse time index of that segment
 //	00000000000000012345.log        next segment, named by its base offset
 //	...
-//	clean-shutdown                  checkpoint, valid only while closed cleanly (zeroed by Open)
+//	clean-shutdown                  checkpoint, valid only while closed cleanly (zeroed by Open, synced by SyncCheckpoints)
 //	log-start-offset                start offset set by DeleteRecordsBefore (see startoffset.go)
 //	00000000000000000000.log.broken copy of a segment found corrupt (kept for an operator)
 //

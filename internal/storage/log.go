@@ -67,6 +67,21 @@ type Log struct {
 	dirPending atomic.Bool
 	lazy       *lazyFile
 
+	// durable is set when every byte the active segment holds up to its
+	// synced size is known durable: after a successful Sync, and by Open
+	// after a clean shutdown (the close synced everything before it wrote
+	// the checkpoint). A Sync with nothing written since then has nothing
+	// to do. After a crash Open leaves it unset: what recovery accepted
+	// may be in the page cache only.
+	durable atomic.Bool
+
+	// cpZeroed is the checkpoint file Open zeroed and has not synced
+	// (guarded by cpMu; nil once synced or closed): made durable by
+	// SyncCheckpoints for many logs at once, or by the log's first Sync
+	// that writes anything, whichever comes first.
+	cpMu     sync.Mutex
+	cpZeroed vfs.File
+
 	// Writer-only state (the goroutine calling the writing methods).
 	report RecoveryReport // what Open did; immutable afterwards
 	hdrs   []appendBatch  // scratch for Append
@@ -287,10 +302,10 @@ func (l *Log) Sync() error {
 	}
 	l.mu.RLock()
 	var a *segment
-	var size int64
+	var size, synced int64
 	if !l.closed && len(l.segs) > 0 {
 		a = l.segs[len(l.segs)-1]
-		size = a.size
+		size, synced = a.size, a.synced
 		if !a.acquire() {
 			a = nil
 		}
@@ -303,6 +318,12 @@ func (l *Log) Sync() error {
 	pending := l.dirPending.Load()
 	if pending && size == 0 {
 		return nil // a created log holding nothing: nothing to make durable
+	}
+	if !pending && size <= synced && l.durable.Load() {
+		return nil // nothing written since the last sync
+	}
+	if err := l.syncCheckpointZeroing(); err != nil {
+		return l.fail("sync", err)
 	}
 	if err := a.file.Sync(); err != nil { // flushes a write-behind tail first
 		if errors.Is(err, ErrFilesHeld) {
@@ -318,6 +339,69 @@ func (l *Log) Sync() error {
 	l.mu.Lock()
 	a.synced = max(a.synced, size)
 	l.mu.Unlock()
+	l.durable.Store(true)
+	return nil
+}
+
+// syncCheckpointZeroing makes the zeroing of the checkpoint by Open
+// durable, if it is not yet, before the log's first sync makes anything
+// written since durable (see SyncCheckpoints).
+func (l *Log) syncCheckpointZeroing() error {
+	l.cpMu.Lock()
+	defer l.cpMu.Unlock()
+	f := l.cpZeroed
+	if f == nil {
+		return nil
+	}
+	l.cpZeroed = nil
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("invalidate checkpoint: %w", err)
+	}
+	return nil
+}
+
+// SyncCheckpoints makes durable, in a number of filesystem syncs that
+// does not grow with len(logs) (vfs.SyncSet), the zeroing of the
+// clean-shutdown checkpoints that Open did for logs and left unsynced:
+// a broker calls it once it has opened its partitions, so that a
+// restart costs no fsync per partition. A log whose zeroing is not
+// durable yet is still safe to write: its checkpoint names the active
+// segment's exact size at the clean close, which Open trusts only while
+// the segment has exactly that size, and its own first Sync makes the
+// zeroing durable first. A failed sync fails the logs (a sync is not
+// retried).
+func SyncCheckpoints(fs vfs.FS, logs []*Log) error {
+	var files []vfs.File
+	var owners []*Log
+	for _, l := range logs {
+		l.cpMu.Lock()
+		if l.cpZeroed != nil {
+			files = append(files, l.cpZeroed)
+			owners = append(owners, l)
+			l.cpZeroed = nil
+		}
+		l.cpMu.Unlock()
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	set := vfs.NewSyncSet(fs, owners[0].dir)
+	set.AddFile(files...)
+	err := set.Sync()
+	set.Close()
+	for _, f := range files {
+		f.Close()
+	}
+	if err != nil {
+		for _, l := range owners {
+			l.fail("invalidate checkpoint", err)
+		}
+		return fmt.Errorf("storage: invalidate %d checkpoints: %w", len(files), err)
+	}
 	return nil
 }
 

@@ -279,19 +279,26 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	l.loadCleanMarks()
 
 	// The checkpoint is made invalid before any write: if this process
-	// crashes, the next Open must not trust it. It is zeroed in place
-	// (durable with its own sync, no directory change), so that the next
-	// clean close writes over the same file. One that is invalid already
-	// is left: an earlier Open zeroed it (or a crash tore its write), and
-	// even if that zeroing's sync never ran, a checkpoint that came back
-	// would name the active segment's exact size at that clean close,
-	// which the segment then still has only if nothing past it became
-	// durable (bytes below it never change).
+	// crashes, the next Open must not trust it. It is zeroed in place (no
+	// directory change), so that the next clean close writes over the
+	// same file, and synced later: by SyncCheckpoints, for many logs in
+	// one filesystem sync, or by the log's first Sync that writes
+	// anything. One that is invalid already is left: an earlier Open
+	// zeroed it (or a crash tore its write). Until the zeroing is
+	// durable a checkpoint that comes back names the active segment's
+	// exact size at that clean close, which the segment then still has
+	// only if nothing past it became durable (bytes below it never
+	// change), so it is right.
 	if zeroCP {
-		if err := invalidateCheckpoint(fs, dir, cpSize); err != nil {
+		f, err := invalidateCheckpoint(fs, dir, cpSize)
+		if err != nil {
 			return fail(fmt.Errorf("storage: invalidate checkpoint: %w", err))
 		}
+		l.cpZeroed = f
 	}
+	// After a clean shutdown every byte is durable: the close synced
+	// them before it wrote the checkpoint.
+	l.durable.Store(r.Clean)
 	if dirty {
 		if err := fs.SyncDir(dir); err != nil {
 			return fail(fmt.Errorf("storage: sync directory %s: %w", dir, err))
