@@ -218,8 +218,9 @@ const floorOpsWithRun = 1000
 
 func newBenchFloorCmd() *cobra.Command {
 	var (
-		cfg    bench.FloorConfig
-		asJSON bool
+		cfg              bench.FloorConfig
+		asJSON           bool
+		parts, partBytes int
 	)
 	cmd := &cobra.Command{
 		Use:   "floor",
@@ -231,9 +232,14 @@ a time, and remove the file. The latency quantiles are the floor of any
 durable (acks=all) produce latency on that disk, and the writes per
 second the most one writer syncing each write can reach. No broker is
 needed; run it beside a broker's benchmark to state its floor from the
-same machine and run.`,
+same machine and run. With --partitions N it also makes N directories,
+each with a file of --partition-bytes, durable in one batch of
+filesystem syncs, and reports the time and CPU: the least a broker that
+keeps a directory and a file per partition pays before N fresh
+partitions hold their first bytes.`,
 		Example: `  sluice bench floor --data ./sluice-data
-  sluice bench floor --data /var/lib/sluice --duration 10s --size 512`,
+  sluice bench floor --data /var/lib/sluice --duration 10s --size 512
+  sluice bench floor --data ./sluice-data --partitions 2000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
@@ -249,14 +255,27 @@ same machine and run.`,
 			if cfg.Size < 1 {
 				return usagef("bench floor: --size %d: want 1 or more", cfg.Size)
 			}
+			if parts < 0 {
+				return usagef("bench floor: --partitions %d: want 0 (off) or more", parts)
+			}
 			res, err := bench.Floor(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench floor: %w", err)
+			}
+			if parts > 0 {
+				fr, err := bench.FilesFloor(cmd.Context(), bench.FilesFloorConfig{Dir: cfg.Dir, Partitions: parts, Bytes: partBytes})
+				if err != nil {
+					return fmt.Errorf("bench floor --partitions: %w", err)
+				}
+				res.Files = &fr
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 			}
 			bench.WriteFloor(cmd.OutOrStdout(), res)
+			if res.Files != nil {
+				bench.WriteFilesFloor(cmd.OutOrStdout(), *res.Files)
+			}
 			return nil
 		},
 	}
@@ -265,6 +284,8 @@ same machine and run.`,
 	f.IntVarP(&cfg.Ops, "ops", "n", 2000, "writes to time (0 or --duration: run for a time instead)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "run for this long instead of timing --ops writes")
 	f.IntVarP(&cfg.Size, "size", "s", 4096, "bytes per write")
+	f.IntVar(&parts, "partitions", 0, "also measure making this many partition directories, each with a segment file of --partition-bytes, durable (what a durable broker pays for fresh partitions' first writes); 0: off")
+	f.IntVar(&partBytes, "partition-bytes", 16384, "bytes written to each partition's file with --partitions")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,18 @@ func TestBenchFloorREADME(t *testing.T) {
 		if floor.Dir != dir || floor.Ops <= 0 || floor.Latency.P50 <= 0 || floor.Latency.P99 < floor.Latency.P50 || floor.Latency.Max < floor.Latency.P99 {
 			t.Fatalf("%v: floor %+v", argv, floor)
 		}
+		if strings.Contains(line, "--partitions") {
+			files := floor.Files
+			if files == nil || files.Partitions < 1 || files.Bytes != 16384 || files.Elapsed <= 0 || files.Dir != dir {
+				t.Fatalf("%v: files floor %+v", argv, files)
+			}
+			left, err := os.ReadDir(dir)
+			if err != nil || len(left) != 0 {
+				t.Fatalf("%v: scratch files left behind: %v %v", argv, left, err)
+			}
+		} else if floor.Files != nil {
+			t.Fatalf("%v: a files floor without --partitions", argv)
+		}
 	}
 
 	for _, c := range []struct {
@@ -166,6 +179,7 @@ func TestBenchFloorREADME(t *testing.T) {
 		{[]string{"floor", "--data", dir, "--ops", "5", "--duration", "1s"}, "not both"},
 		{[]string{"floor", "--data", dir, "--ops", "0"}, "--ops 0"},
 		{[]string{"floor", "--data", dir, "--size", "0"}, "--size 0"},
+		{[]string{"floor", "--data", dir, "--ops", "5", "--partitions", "-1"}, "--partitions -1"},
 		{[]string{"floor", "--data", dir + "/missing"}, "no such file or directory"},
 	} {
 		cmd := newBenchCmd()

@@ -59,6 +59,8 @@ type FloorResult struct {
 	Size    int           `json:"size"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Latency Latencies     `json:"latency_ns"` // one pwrite + fdatasync
+	// Files is the files floor (FilesFloor), when it was measured too.
+	Files *FilesFloorResult `json:"files,omitempty"`
 }
 
 // OpsPerSec is the number of durable writes per second, one at a time.

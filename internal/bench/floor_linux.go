@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,4 +16,13 @@ func fdatasync(f *os.File) error {
 			return err
 		}
 	}
+}
+
+// processCPU is the user and system time this process has used.
+func processCPU() (time.Duration, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

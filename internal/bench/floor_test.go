@@ -61,3 +61,31 @@ func TestFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesFloor makes the partitions' directories and files, reports
+// their count, size and cost, leaves nothing behind, and refuses a bad
+// configuration.
+func TestFilesFloor(t *testing.T) {
+	dir := t.TempDir()
+	res, err := FilesFloor(context.Background(), FilesFloorConfig{Dir: dir, Partitions: 40, Bytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Partitions != 40 || res.Bytes != 1000 || res.Dir != dir || res.Elapsed <= 0 || res.CPU < 0 {
+		t.Fatalf("result %+v", res)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("scratch files left behind: %v %v", left, err)
+	}
+	var out bytes.Buffer
+	WriteFilesFloor(&out, res)
+	if !strings.HasPrefix(out.String(), "partition files: 40 directories with a file of 1000 B") {
+		t.Fatalf("summary %q", out.String())
+	}
+	for _, c := range []FilesFloorConfig{{Partitions: 1}, {Dir: dir}, {Dir: dir, Partitions: 1, Bytes: -1}, {Dir: filepath.Join(dir, "missing"), Partitions: 1}} {
+		if _, err := FilesFloor(context.Background(), c); err == nil {
+			t.Fatalf("%+v: no error", c)
+		}
+	}
+}
