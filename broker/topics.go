@@ -223,11 +223,7 @@ func (b *Broker) deleteTopic(name string) error {
 	}
 	b.metrics.topics.Dec()
 	log := b.cfg.logger.With("topic", name)
-	for _, p := range t.parts {
-		if err := p.Close(); err != nil {
-			log.Debug("delete topic: closing a partition of the deleted topic failed", "err", err)
-		}
-	}
+	b.closeDeleted(t)
 	if err := b.fs.RemoveAll(aside); err != nil {
 		log.Warn("delete topic: removing its files failed; they are removed at the next start", "dir", aside, "err", err)
 	}
@@ -235,12 +231,11 @@ func (b *Broker) deleteTopic(name string) error {
 	return nil
 }
 
-// closeDeleted stops the partitions of a topic taken out of the registry.
+// closeDeleted stops the partitions of a topic taken out of the registry,
+// writing nothing more to their files (partition.Discard).
 func (b *Broker) closeDeleted(t *topic) {
-	for _, p := range t.parts {
-		if err := p.Close(); err != nil {
-			b.cfg.logger.Debug("delete topic: closing a partition of the deleted topic failed", "topic", t.name, "err", err)
-		}
+	if err := partition.DiscardAll(t.parts); err != nil {
+		b.cfg.logger.Debug("delete topic: closing partitions of the deleted topic failed", "topic", t.name, "err", err)
 	}
 }
 

@@ -462,3 +462,12 @@ func (a *Acceptor) close(leaveSync bool) error {
 	<-a.done
 	return a.closeErr
 }
+
+// ForgetWAL tells the WAL, after Close, that the partition's log is
+// gone (its topic was deleted): none of its entries are needed any more,
+// so they hold back no WAL segment.
+func (a *Acceptor) ForgetWAL() {
+	if f, ok := a.cfg.WAL.(interface{ Forget() }); ok {
+		f.Forget()
+	}
+}

@@ -235,22 +235,7 @@ func closeAll(ps []*Partition, leaveSync bool) error {
 			accErrs[i] = ps[i].acc.Close()
 		}
 	}
-	if len(ps) == 1 {
-		stop(0)
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range min(closeAllWorkers, len(ps)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := int(next.Add(1) - 1); i < len(ps); i = int(next.Add(1) - 1) {
-					stop(i)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	concurrently(len(ps), stop)
 	// Started before the snapshots are written: it covers their writes.
 	set := vfs.NewSyncSet(ps[0].fs, ps[0].dir)
 	logs := make([]*storage.Log, len(ps))
@@ -280,6 +265,51 @@ func closeAll(ps []*Partition, leaveSync bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// concurrently calls f(0) to f(n-1) on up to closeAllWorkers goroutines
+// and returns when all have returned.
+func concurrently(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(closeAllWorkers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// DiscardAll discards ps (Discard) concurrently: a deleted topic's
+// partitions.
+func DiscardAll(ps []*Partition) error {
+	errs := make([]error, len(ps))
+	concurrently(len(ps), func(i int) { errs[i] = ps[i].Discard() })
+	return errors.Join(errs...)
+}
+
+// Discard stops a partition whose files are being removed (its topic
+// was deleted): the acceptor stops without a last fsync, the WAL forgets
+// its entries, and nothing more is written to its files
+// (storage.Log.Discard).
+func (p *Partition) Discard() error {
+	err := p.acc.CloseLeavingSync()
+	p.acc.ForgetWAL()
+	p.closeSnapshots()
+	p.watch.wake()
+	p.log.Discard()
+	if err != nil {
+		return fmt.Errorf("close %s/%d acceptor: %w", p.topic, p.index, err)
+	}
+	return nil
 }
 
 func (p *Partition) close() error {

@@ -92,6 +92,16 @@ func CloseAll(fs vfs.FS, logs []*Log, set *vfs.SyncSet) []error {
 	return errs
 }
 
+// Discard closes l without writing anything more to its files (no
+// index, no checkpoint, no flush of a write-behind tail): for a log
+// whose directory is being removed, such as a deleted topic's.
+func (l *Log) Discard() {
+	if c := l.beginClose(); c != nil {
+		c.write = false
+		c.finish()
+	}
+}
+
 // failAll fails every log still closing cleanly after a batched sync
 // failed: it may have failed for any of their files, and a sync is not
 // retried (after a failed writeback the kernel may report a second sync
