@@ -196,3 +196,21 @@ func TestDirectRoundsOnOSFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDirectNeedsWholeBlocks: segments whose length is not a whole
+// number of blocks are written through the page cache (a direct write's
+// padding would carry them past their length), with nothing lost.
+func TestDirectNeedsWholeBlocks(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := &dioFS{FS: mem}
+	const segBytes = 10000
+	w, _ := open(t, fs, segBytes)
+	want := runRounds(t, w, 30)
+	st := w.Stats()
+	if st.Rounds != 30 || st.FailedRounds != 0 || st.DirectRounds != 0 || fs.writes.Load() != 0 {
+		t.Fatalf("stats %+v, %d direct writes; want 30 rounds through the page cache, none failed", st, fs.writes.Load())
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	w.Close()
+	checkReplay(t, crashed, segBytes, want)
+}

@@ -109,11 +109,13 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 }
 
 // openDirect opens the full-length segment at path for direct writes
-// (vfs.DirectOpener), or returns nil when the filesystem cannot: rounds
+// (vfs.DirectOpener), or returns nil when the filesystem cannot, or when
+// the segment's length is not a whole number of blocks (a direct write's
+// padding to the end of its block would carry the file past it): rounds
 // are then written through the page cache.
 func (w *WAL) openDirect(path string) vfs.File {
 	do, ok := w.fs.(vfs.DirectOpener)
-	if !ok {
+	if !ok || w.segBytes%vfs.DirectAlign != 0 {
 		return nil
 	}
 	f, err := do.OpenDirect(path)
