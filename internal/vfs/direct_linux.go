@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,10 +13,20 @@ import (
 // its first use; read only.
 var directZeros = sync.OnceValue(func() []byte {
 	const n = 1 << 20
-	b := make([]byte, n+DirectAlign)
-	skip := (DirectAlign - int(uintptr(unsafe.Pointer(&b[0]))%DirectAlign)) % DirectAlign
-	return b[skip : skip+n : skip+n]
+	return AlignedBuffer(n)
 })
+
+// OpenDirect opens name with O_DIRECT for writing (see DirectOpener).
+func (osFS) OpenDirect(name string) (File, error) {
+	fd, err := unix.Open(name, unix.O_WRONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+			return nil, fmt.Errorf("open %s with O_DIRECT: %w (%w)", name, ErrNoDirect, err)
+		}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	return osFile{os.NewFile(uintptr(fd), name)}, nil
+}
 
 // ZeroDirect writes zeros to name with O_DIRECT (see DirectZeroer).
 func (osFS) ZeroDirect(name string, size int64) error {

@@ -24,8 +24,12 @@
 // "%020d.wal". Each is created full length and filled with zeros (and
 // synced, with its directory) by a preparer goroutine ahead of need, so
 // that an fdatasync after writing into it flushes data only: no file size
-// or extent change to journal. Entries are written one after another from
-// the start; the first entry that does not decode (zeros, a torn write)
+// or extent change to journal. Such a full-length segment is written with
+// O_DIRECT where the filesystem allows it (WAL.write): the round's bytes,
+// already in the partitions' segments in the page cache, are not copied
+// there a second time, and the round's fdatasync has only the device's
+// cache to flush; each write starts at the block the previous one ended
+// in. Entries are written one after another from the start; the first entry that does not decode (zeros, a torn write)
 // ends the segment's data. A failed write or fsync abandons the segment:
 // the next round writes to a fresh one, so inside a segment nothing
 // follows a bad entry that was ever acknowledged.

@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -95,7 +97,7 @@ func (w *WAL) lead() {
 	w.mu.Unlock()
 
 	began := time.Now()
-	w.held = false
+	w.held, w.buffered = false, false
 	err := w.flush(buf, metas)
 	took := time.Since(began)
 
@@ -118,6 +120,9 @@ func (w *WAL) lead() {
 		w.stats.RoundTime += took
 		if w.held {
 			w.stats.HeldRounds++
+		}
+		if !w.buffered {
+			w.stats.DirectRounds++
 		}
 	}
 	if err != nil {
@@ -161,10 +166,9 @@ func (w *WAL) flush(buf []byte, metas []meta) error {
 			j++
 		}
 		if n > 0 {
-			if _, err := a.file.WriteAt(buf[start:start+n], a.size); err != nil {
+			if err := w.write(a, buf[start:start+n]); err != nil {
 				return w.abandon(fmt.Errorf("wal: write %s: %w", a.path, err))
 			}
-			a.size += int64(n)
 			w.noteEntries(a, metas[i:j])
 			start += n
 			i = j
@@ -293,7 +297,7 @@ func (w *WAL) rotate() error {
 			}
 			return fmt.Errorf("wal: prepare a segment: %w", p.err)
 		}
-		s := &seg{seq: p.seq, path: p.path, file: p.file, ends: map[Key]int64{}}
+		s := &seg{seq: p.seq, path: p.path, file: p.file, direct: p.direct, ends: map[Key]int64{}}
 		w.mu.Lock()
 		w.segs = append(w.segs, s)
 		w.mu.Unlock()
@@ -307,8 +311,7 @@ func (w *WAL) rotate() error {
 func (w *WAL) seal() {
 	a := w.active
 	w.active = nil
-	_ = a.file.Close() // synced: nothing to lose
-	a.file = nil
+	a.closeFiles() // synced: nothing to lose
 	w.mu.Lock()
 	keys := a.keys
 	w.mu.Unlock()
@@ -326,12 +329,87 @@ func (w *WAL) abandon(err error) error {
 	w.log.Error("wal: write failed; the partitions of this group commit fail and heal; the WAL goes on in a fresh segment", "err", err)
 	if a := w.active; a != nil {
 		w.active = nil
-		_ = a.file.Close()
-		a.file = nil
+		a.closeFiles()
 		w.mu.Lock()
 		a.sealed = true
 		w.mu.Unlock()
 	}
 	w.collect()
 	return err
+}
+
+// closeFiles closes the active segment's descriptors. Leader only.
+func (s *seg) closeFiles() {
+	_ = s.file.Close()
+	s.file = nil
+	if s.direct != nil {
+		_ = s.direct.Close()
+		s.direct = nil
+	}
+}
+
+// directMax is the most bytes one direct write of a round carries (a
+// larger round is written in several), which bounds the aligned buffer.
+const directMax = 4 << 20
+
+// write writes p, whole sealed entries, at the end of the active segment
+// a. A segment made full length is written directly (seg.direct): the
+// device reads the round from an aligned buffer, so the round's bytes are
+// not copied into the page cache a second time (each partition's segment
+// holds them already), no cached page is allocated, dirtied and written
+// back for them, and the round's fdatasync has only the device's cache to
+// flush. Otherwise, or when the filesystem refuses a direct write after
+// all, p goes through the page cache. Leader only.
+func (w *WAL) write(a *seg, p []byte) error {
+	for a.direct != nil && len(p) > 0 {
+		n := min(len(p), directMax)
+		err := w.writeDirect(a, p[:n])
+		if errors.Is(err, syscall.EINVAL) {
+			// Refused after all (an alignment the device wants larger):
+			// the rest of the segment is written through the page
+			// cache, which reads back what the direct writes left.
+			_ = a.direct.Close()
+			a.direct = nil
+			break
+		}
+		if err != nil {
+			return err
+		}
+		a.size += int64(n)
+		p = p[n:]
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	w.buffered = true
+	if _, err := a.file.WriteAt(p, a.size); err != nil {
+		return err
+	}
+	a.size += int64(len(p))
+	return nil
+}
+
+// writeDirect writes p at a.size through a.direct: from the start of the
+// block holding a.size (the segment's bytes below a.size in that block,
+// kept in a.part, go first, rewritten as they were) to the end of p's last
+// block, padded with zeros as the segment was zeroed. It does not move
+// a.size. Leader only.
+func (w *WAL) writeDirect(a *seg, p []byte) error {
+	const al = vfs.DirectAlign
+	head := len(a.part)
+	base := a.size - int64(head)
+	end := head + len(p)
+	n := (end + al - 1) &^ (al - 1)
+	if cap(w.dbuf) < n {
+		w.dbuf = vfs.AlignedBuffer(max(n, 64<<10))
+	}
+	d := w.dbuf[:n]
+	copy(d, a.part)
+	copy(d[head:], p)
+	clear(d[end:])
+	if _, err := a.direct.WriteAt(d, base); err != nil {
+		return err
+	}
+	a.part = append(a.part[:0], d[end&^(al-1):end]...)
+	return nil
 }

@@ -34,6 +34,9 @@ func (w *WAL) prepare(seq uint64) {
 			if p.file != nil {
 				_ = p.file.Close()
 			}
+			if p.direct != nil {
+				_ = p.direct.Close()
+			}
 			return
 		}
 		if p.err == nil {
@@ -63,7 +66,7 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 						w.mu.Lock()
 						w.stats.SegmentsReused++
 						w.mu.Unlock()
-						return prepared{seq: seq, path: path, file: f}
+						return prepared{seq: seq, path: path, file: f, direct: w.openDirect(path)}
 					}
 				}
 				_ = f.Close()
@@ -95,12 +98,31 @@ func (w *WAL) makeSegment(seq uint64) prepared {
 	if err := w.fs.SyncDir(w.dir); err != nil {
 		return fail(err)
 	}
+	var direct vfs.File
 	if zeroed {
 		w.mu.Lock()
 		w.stats.SegmentsZeroed++
 		w.mu.Unlock()
+		direct = w.openDirect(path)
 	}
-	return prepared{seq: seq, path: path, file: f}
+	return prepared{seq: seq, path: path, file: f, direct: direct}
+}
+
+// openDirect opens the full-length segment at path for direct writes
+// (vfs.DirectOpener), or returns nil when the filesystem cannot, or when
+// the segment's length is not a whole number of blocks (a direct write's
+// padding to the end of its block would carry the file past it): rounds
+// are then written through the page cache.
+func (w *WAL) openDirect(path string) vfs.File {
+	do, ok := w.fs.(vfs.DirectOpener)
+	if !ok || w.segBytes%vfs.DirectAlign != 0 {
+		return nil
+	}
+	f, err := do.OpenDirect(path)
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 // zero fills the new segment f (at path) with zeros to full length:

@@ -54,9 +54,17 @@ type meta struct {
 
 // seg is a segment file the WAL wrote to (or writes to: the last one).
 type seg struct {
-	seq    uint64
-	path   string
-	file   vfs.File      // open while the segment is active; nil once sealed (leader only)
+	seq  uint64
+	path string
+	file vfs.File // open while the segment is active; nil once sealed (leader only)
+	// direct is the segment's descriptor for direct writes (vfs.DirectOpener),
+	// open while it is active, when the file was made full length and the
+	// filesystem allows them; nil otherwise (leader only). part holds the
+	// segment's bytes from the start of the block holding size up to size
+	// (size%vfs.DirectAlign of them), which the next direct write
+	// rewrites first.
+	direct vfs.File
+	part   []byte
 	size   int64         // bytes of entries written (leader only, while active)
 	sealed bool          // guarded by WAL.mu: no more entries go here
 	ends   map[Key]int64 // guarded by WAL.mu: per key, the end of its entries here not yet checkpointed
@@ -79,10 +87,11 @@ type failRange struct {
 // prepared is a segment file made ready by the preparer, or why it could
 // not make one.
 type prepared struct {
-	seq  uint64
-	path string
-	file vfs.File
-	err  error
+	seq    uint64
+	path   string
+	file   vfs.File
+	direct vfs.File // for direct writes, when the file is full length and the filesystem allows them
+	err    error
 }
 
 // WAL is a write-ahead log shared by many partition logs.
@@ -124,7 +133,9 @@ type WAL struct {
 	active    *seg      // segment being written; nil before the first round or after a failure
 	heldAfter time.Time // syncRound syncs with a blocking system call until then (a recent slow fdatasync)
 	held      bool      // the round's last fdatasync held its processor
+	buffered  bool      // the round wrote entries through the page cache
 	lastErr   error
+	dbuf      []byte     // aligned buffer of direct writes (writeDirect)
 	recycleMu sync.Mutex // guards recycle
 	recycle   []string   // sealed segment files no longer needed, for the preparer to reuse (at most keep)
 
@@ -360,8 +371,7 @@ func (w *WAL) Close() error {
 	}
 	if a := w.active; a != nil {
 		w.active = nil
-		_ = a.file.Close()
-		a.file = nil
+		a.closeFiles()
 	}
 	return nil
 }
@@ -372,6 +382,7 @@ type Stats struct {
 	Rounds       int64         // rounds that wrote something
 	FailedRounds int64         // of those, rounds whose write or fsync failed
 	HeldRounds   int64         // of those, rounds whose fdatasync held its processor (see syncRound)
+	DirectRounds int64         // of those, rounds whose entries were all written directly, past the page cache (see WAL.write)
 	Entries      int64         // entries written (appends and truncates)
 	Bytes        int64         // entry bytes written, headers included
 	RoundTime    time.Duration // total time spent writing and syncing rounds
