@@ -23,7 +23,10 @@ package broker
 //     the connection's writer waits for them and writes the response
 //     (deferredReply), so the read loop reads the next request at once:
 //     a pipelining producer's requests share group commits and keep their
-//     order per partition.
+//     order per partition. A connection that is not pipelining
+//     (conn.soloProduce) has a one-partition acks=-1 request written,
+//     fsynced and answered on its read loop instead, when the partition's
+//     goroutine is idle (partition.Append.SyncInline).
 //   - Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION (topics
 //     are auto-created by Metadata, not by Produce).
 //   - Needs WRITE on each topic (else TOPIC_AUTHORIZATION_FAILED on its
@@ -48,6 +51,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -125,6 +129,14 @@ func handleProduce(r *request) (kmsg.Response, error) {
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
+	// A lone acks=all append of a connection that is not pipelining
+	// (conn.soloProduce) may be written, fsynced and answered on the read
+	// loop: the partition's acceptor does so if its goroutine is idle and
+	// the partition fsyncs its own segment (acceptor.Request.SyncInline).
+	// Only for one partition: a request's partitions are fsynced in
+	// parallel by their goroutines, not one after another here.
+	solo := r.c != nil && r.c.soloProduce()
+	syncInline := solo && req.Acks == -1 && len(items) == 1
 	// work validates and queues one partition's batches.
 	work := func(it *item) {
 		hs, n, err := validateBatches(it.hdr[:0], it.rp.Records, it.t.conf.maxMessageBytes)
@@ -135,7 +147,17 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			ap := &it.ap
 			ap.WantEnd = req.Acks == -1
 			ap.Implicit = req.TransactionID != nil && req.Version >= 12
+			ap.SyncInline = syncInline
+			var start time.Time
+			if syncInline {
+				start = time.Now()
+			}
 			it.pend, err = b.enqueue(context.Background(), it.p, it.rp.Records, hs, n, req.Acks == -1, ap)
+			if syncInline {
+				// Time spent mostly waiting on the disk, not serving:
+				// outside the request-time quota, as a Fetch's wait is.
+				r.waited += time.Since(start)
+			}
 		}
 		if err != nil {
 			setProduceError(it.sp, req.Version, err)

@@ -34,8 +34,11 @@ import (
 // (read loop to acceptor, acceptor to writer). A response that needs no
 // waiting (anything but a deferred reply or a Fetch's) is written by the
 // read loop itself when writeLoop owes none (owed is zero): no hand-off to
-// writeLoop, which stays parked. At most maxInFlight responses are
-// pending at once. The
+// writeLoop, which stays parked. So is a Produce's, when the client is not
+// pipelining (soloProduce) and its one acks=all append was written and
+// fsynced on the read loop itself (partition.Append.SyncInline): a lone
+// synchronous producer's request then wakes no other goroutine. At most
+// maxInFlight responses are pending at once. The
 // connection stops when the client closes it, sends something that
 // cannot be answered, stays idle past the idle timeout, or the broker
 // closes (which interrupts it only while it waits for a new request);
@@ -89,6 +92,10 @@ type conn struct {
 	// frameKept: dispatch handed the frame to a pending reply, which
 	// returns its bytes to Broker.reqBytes (read loop only).
 	frameKept bool
+	// quiet counts the Produce requests in a row that found nothing else
+	// of the connection in flight (soloProduce; read loop only).
+	quiet int
+	tls   bool // nc is a TLS connection (set by newConn)
 }
 
 // maxInFlight bounds the requests read but not yet answered on one
@@ -131,8 +138,9 @@ func newConn(b *Broker, nc net.Conn, l *listener) *conn {
 		// apply (storage.Slice.WriteTo copies through a buffer).
 		nc = tls.Server(nc, l.tlsc)
 	}
+	_, isTLS := nc.(*tls.Conn)
 	return &conn{
-		b: b, nc: nc, host: host,
+		b: b, nc: nc, host: host, tls: isTLS,
 		out: make(chan *pending, maxInFlight), writerDone: make(chan struct{}),
 		idle:      true, // no request has started
 		lis:       l,
@@ -353,14 +361,64 @@ func (c *conn) writeInline(p *pending) bool {
 	if p.err != nil || c.owed.Load() != 0 {
 		return false
 	}
-	switch p.resp.(type) {
-	case nil, *deferredReply, *fetchReply, *rawReply:
+	switch r := p.resp.(type) {
+	case nil, *fetchReply, *rawReply:
 		return false
+	case *deferredReply:
+		// A Produce whose appends are all durable already (written and
+		// fsynced on this goroutine: soloProduce) is answered here too,
+		// without waking writeLoop.
+		if r.ready == nil || !r.ready() {
+			return false
+		}
+		p.resp = r.finish() // returns at once: ready
+		if p.frame != nil {
+			c.b.reqBytes.release(int64(len(p.frame)))
+			putFrame(p.frame) // every append returned: nothing uses its bytes
+			p.frame = nil
+		}
 	}
 	c.wmu.Lock()
 	c.emit(p, c.log)
 	c.flush(c.log)
 	c.wmu.Unlock()
+	return true
+}
+
+// quietProduces is how many Produce requests in a row must find nothing
+// else of their connection in flight before the next one may be
+// written and fsynced on the read loop (soloProduce).
+const quietProduces = 4
+
+// soloProduce is asked by every Produce request, on the read loop,
+// before it queues its appends: it reports whether the client is not
+// pipelining, so that the request's appends may be written, fsynced and
+// answered on this goroutine (partition.Append.SyncInline) instead of
+// being handed to the partition's goroutine and the reply to writeLoop.
+// While the read loop fsyncs it reads nothing, so a client with other
+// requests in flight would have each of them wait for an fsync of its
+// own instead of sharing one group commit. So the answer is yes only if
+// writeLoop owes no response (every earlier request is answered) and
+// nothing of a next request is buffered unread, and only after
+// quietProduces Produce requests in a row found the same. A request
+// found behind another turns the path off until the connection is quiet
+// again; so do requests that came in during an inline fsync, two or
+// more of them: the first is read with the next one's bytes buffered
+// behind it. A single one is served inline in turn, as it would have
+// waited for that fsync anyway.
+//
+// Over TLS the answer is always no: crypto/tls keeps records it read
+// ahead in buffers of its own, where a pipelined request would go
+// unseen.
+func (c *conn) soloProduce() bool {
+	if c.tls || c.owed.Load() != 0 || c.r == nil || c.r.Buffered() != 0 {
+		c.quiet = 0
+		return false
+	}
+	if c.quiet < quietProduces {
+		c.quiet++
+		return false
+	}
 	return true
 }
 

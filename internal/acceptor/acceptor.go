@@ -263,14 +263,23 @@ func (a *Acceptor) grow(q *chan *waiter) {
 // goroutine nothing: it is waiting (runMu is free), nothing is queued
 // before the append, and the append is small enough to go to the WAL.
 // The append's WAL sync then runs asynchronously (startAsync): the WAL's
-// flusher releases it. It reports whether it took w. The caller holds
-// sendMu shared (the acceptor is not closed).
+// flusher releases it. A durable append with Request.SyncInline to a
+// partition that fsyncs its own segment is fsynced and released there
+// too (appendSyncInline), with or without a WAL. It reports whether it
+// took w. The caller holds sendMu shared (the acceptor is not closed).
 func (a *Acceptor) tryInline(w *waiter) bool {
-	if a.cfg.WAL == nil || w.req.NoInline || !a.runMu.TryLock() {
+	if w.req.NoInline || (a.cfg.WAL == nil && !w.req.SyncInline) || !a.runMu.TryLock() {
 		return false
 	}
 	r := &a.run
-	if a.queued.Load() != 0 || !r.inlineOK(len(w.req.Batches)) {
+	if a.queued.Load() != 0 {
+		a.runMu.Unlock()
+		return false
+	}
+	if w.req.SyncInline && r.inlineSyncOK(w) {
+		return a.appendSyncInline(w)
+	}
+	if a.cfg.WAL == nil || !r.inlineOK(len(w.req.Batches)) {
 		a.runMu.Unlock()
 		return false
 	}
@@ -280,6 +289,33 @@ func (a *Acceptor) tryInline(w *waiter) bool {
 		r.startAsync()
 	}
 	kick := r.failed != nil // the heal timer was armed: the select must see it
+	a.runMu.Unlock()
+	if kick {
+		a.kickRun()
+	}
+	return true
+}
+
+// appendSyncInline handles a durable append (Request.SyncInline) of a
+// partition that fsyncs its own segment (runState.inlineSyncOK) on the
+// caller's goroutine, the run goroutine being idle: it writes it and
+// fsyncs the segment there, as the run goroutine would inline
+// (syncInline), and releases it, so that a lone producer's
+// acknowledgement wakes no other goroutine on its way. The run goroutine
+// is kicked afterwards only for work it does while idle (zeros ahead, a
+// checkpoint, a heal). The caller holds runMu; it is released.
+func (a *Acceptor) appendSyncInline(w *waiter) bool {
+	r := &a.run
+	r.cfg.Metrics.inlineSync()
+	r.handle(w)
+	if len(r.pending) > 0 && r.failed == nil {
+		r.write(r.buf, r.bufHdrs)
+	}
+	if r.failed == nil && !r.syncing && r.written > r.synced {
+		r.syncInline()
+	}
+	r.skipPrepare()
+	kick := r.failed != nil || len(r.pending) > 0 || r.ckptWanted || !r.prepared || r.written > r.synced
 	a.runMu.Unlock()
 	if kick {
 		a.kickRun()

@@ -39,7 +39,12 @@
 // back to inline. At most one fsync is in flight; appends written while
 // it runs wait for the next one, which starts as soon as the queue drains
 // again. Acceptors sharing Config.Syncs run at most cap(Syncs) fsyncs at
-// once.
+// once. A durable append whose caller asks for it (Request.SyncInline: it
+// has nothing else to do meanwhile, such as a connection with no other
+// request in flight) is written, fsynced and released on the caller's
+// goroutine when the run goroutine is idle, in the same conditions as it
+// would fsync inline and when the partition fsyncs its own segment (no
+// WAL, or it writes alone): no goroutine is woken at all.
 //
 // Once everything written is durable and the queue is empty, after an
 // fsync of at most 64 KiB (small, latency-bound appends), the run

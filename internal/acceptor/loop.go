@@ -357,6 +357,24 @@ func (r *runState) idle() bool {
 	return false
 }
 
+// skipPrepare marks the log prepared when the idle turn that would have
+// it write zeros ahead (idle) has nothing to do: the last fsync covered
+// large writes or was the WAL's, or the log has enough zeros ahead
+// (PreallocateDue, for a log that tells). Appends made inline then need
+// not wake the run goroutine after each for nothing.
+func (r *runState) skipPrepare() {
+	if r.prepared || r.failed != nil || r.syncing || r.written > r.synced || len(r.pending) > 0 {
+		return
+	}
+	if r.lastBytes > preallocMaxSync || r.lastWAL {
+		r.prepared = true
+		return
+	}
+	if d, ok := r.a.log.(interface{ PreallocateDue() bool }); ok && !d.PreallocateDue() {
+		r.prepared = true
+	}
+}
+
 // onFlushTick fsyncs at least once per FlushInterval while appends keep
 // coming (FsyncAlways, FsyncInterval).
 func (r *runState) onFlushTick() {
@@ -618,6 +636,17 @@ func (r *runState) startAsync() {
 func (r *runState) inlineOK(n int) bool {
 	return r.failed == nil && len(r.pending) == 0 && !r.direct && !r.cfg.NoCoalesce &&
 		r.syncBytes+n <= r.cfg.WALMaxCycle && !r.alone()
+}
+
+// inlineSyncOK reports whether a durable append may be written and
+// fsynced on its caller's goroutine (Acceptor.appendSyncInline): the
+// partition is healthy and fsyncs its own segment under FsyncAlways (no
+// WAL, or it writes alone), nothing is being coalesced or synced, and
+// appends come one at a time (no overlap: the run goroutine would sync
+// inline too).
+func (r *runState) inlineSyncOK(w *waiter) bool {
+	return w.durable && r.cfg.Fsync == FsyncAlways && r.failed == nil && len(r.pending) == 0 &&
+		!r.cfg.NoCoalesce && !r.syncing && !r.overlap && !r.direct && (r.cfg.WAL == nil || r.alone())
 }
 
 // walSynced ends an asynchronous WAL sync (startAsync), on the WAL's

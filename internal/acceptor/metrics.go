@@ -20,6 +20,7 @@ type Metrics struct {
 	Heals          prometheus.Counter   // failed partitions that recovered
 	HealFails      prometheus.Counter   // recovery attempts that failed (the partition stays failed)
 	Inline         prometheus.Counter   // appends handled on their caller's goroutine (Acceptor.tryInline)
+	InlineSynced   prometheus.Counter   // of those, appends also fsynced there (Acceptor.appendSyncInline)
 }
 
 // pow2Buckets returns 0, 1, 2, 4, ... up to and including max (a power of two).
@@ -79,11 +80,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		Inline: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "sluice", Subsystem: "acceptor", Name: "inline_appends_total",
-			Help: "Appends handled and written on the producing connection's goroutine, their partition's goroutine being idle (shared WAL only).",
+			Help: "Appends handled and written on the producing connection's goroutine, their partition's goroutine being idle.",
+		}),
+		InlineSynced: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sluice", Subsystem: "acceptor", Name: "inline_synced_appends_total",
+			Help: "Durable appends written and fsynced on the producing connection's goroutine: a connection with no other request in flight, to an idle partition that fsyncs its own segment.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.QueueDepth, m.WriteBytes, m.WriteAppends, m.FsyncSeconds, m.FsyncAppends, m.Failures, m.RetentionFails, m.Heals, m.HealFails, m.Inline)
+		reg.MustRegister(m.QueueDepth, m.WriteBytes, m.WriteAppends, m.FsyncSeconds, m.FsyncAppends, m.Failures, m.RetentionFails, m.Heals, m.HealFails, m.Inline, m.InlineSynced)
 	}
 	return m
 }
@@ -135,5 +140,12 @@ func (m *Metrics) healFailed() {
 func (m *Metrics) inline() {
 	if m != nil {
 		m.Inline.Inc()
+	}
+}
+
+func (m *Metrics) inlineSync() {
+	if m != nil {
+		m.Inline.Inc()
+		m.InlineSynced.Inc()
 	}
 }

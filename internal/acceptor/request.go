@@ -66,6 +66,15 @@ type Request struct {
 	// Acceptor.tryInline): for a Check that may block on locks its
 	// callers hold elsewhere.
 	NoInline bool
+	// SyncInline lets the caller's goroutine write and fsync a durable
+	// append itself when the partition's goroutine is idle and the
+	// partition fsyncs its own segment (it writes alone, or has no WAL):
+	// see Acceptor.appendSyncInline. Enqueue then returns only after the
+	// fsync, so a caller sets it only when it has nothing else to do
+	// meanwhile (the broker: a connection with no other request in
+	// flight), else the appends it would have queued during the fsync
+	// miss it.
+	SyncInline bool
 }
 
 // Result is what Append reports.

@@ -39,6 +39,10 @@ type Append struct {
 	// is missing.
 	Txn      TxnCoordinator
 	Implicit bool
+	// SyncInline: a durable append may be written and fsynced on the
+	// Enqueue caller's goroutine (acceptor.Request.SyncInline), Enqueue
+	// returning only after the fsync.
+	SyncInline bool
 
 	req         acceptor.Request
 	p           *Partition
@@ -100,7 +104,7 @@ func (p *Partition) Enqueue(ctx context.Context, records []byte, hs []batch.Head
 	// The validation parsed these bytes once (CRC32C included); its
 	// headers travel with them to storage, which reads them no more.
 	ap.p, ap.hs, ap.records, ap.n = p, hs, records, n
-	ap.req = acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable}
+	ap.req = acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable, SyncInline: ap.SyncInline}
 	for i := range hs {
 		ap.idem = ap.idem || hs[i].Idempotent()
 		ap.txnal = ap.txnal || hs[i].Transactional()

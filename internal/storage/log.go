@@ -502,11 +502,8 @@ func (l *Log) Preallocate() error {
 		return nil // a new log's first bytes kept until its file is made (lazyFile)
 	}
 	a := l.writerActive()
-	// As far ahead as the segment already holds, so that a partition
-	// written little (one of thousands) zeroes little.
-	ahead := min(l.cfg.Preallocate, max(minPreallocate, a.size))
-	end := min(a.size+ahead, l.cfg.SegmentBytes)
-	if a.alloc-a.size >= ahead/2 || end <= a.alloc {
+	end, due := l.preallocEnd(a)
+	if !due {
 		return nil
 	}
 	for pos := a.alloc; pos < end; {
@@ -524,6 +521,31 @@ func (l *Log) Preallocate() error {
 	}
 	a.alloc = end
 	return nil
+}
+
+// preallocEnd returns how far Preallocate would zero the active segment
+// a, and whether it would write at all: as far ahead as the segment
+// already holds, so that a partition written little (one of thousands)
+// zeroes little, and only once fewer than half of those bytes are left.
+func (l *Log) preallocEnd(a *segment) (end int64, due bool) {
+	ahead := min(l.cfg.Preallocate, max(minPreallocate, a.size))
+	end = min(a.size+ahead, l.cfg.SegmentBytes)
+	return end, a.alloc-a.size < ahead/2 && end > a.alloc
+}
+
+// PreallocateDue reports whether Preallocate would write zeros (or
+// report an error) if called now, so that a writer that just appended
+// and synced need not schedule an idle turn for it when it would do
+// nothing. Writer only, as Preallocate.
+func (l *Log) PreallocateDue() bool {
+	if l.cfg.Preallocate <= 0 || l.lazy != nil && l.lazy.made() == nil {
+		return false
+	}
+	if l.checkWritable() != nil {
+		return true // Preallocate reports it
+	}
+	_, due := l.preallocEnd(l.writerActive())
+	return due
 }
 
 // trimAlloc cuts the zeros written ahead off the active segment, so that

@@ -35,6 +35,9 @@ func TestPreallocate(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	if !l.PreallocateDue() {
+		t.Fatal("PreallocateDue false with no zeros ahead")
+	}
 	syncs := m.Ops(vfs.OpSync)
 	if err := l.Preallocate(); err != nil {
 		t.Fatal(err)
@@ -48,7 +51,10 @@ func TestPreallocate(t *testing.T) {
 	if l.Size() != int64(len(a.data)) {
 		t.Fatalf("log size %d, want %d (zeros are not data)", l.Size(), len(a.data))
 	}
-	// Enough left: nothing more is written.
+	// Enough left: nothing more is written, and PreallocateDue says so.
+	if l.PreallocateDue() {
+		t.Fatal("PreallocateDue true with 2 KiB of zeros ahead")
+	}
 	writes := m.Ops(vfs.OpWrite)
 	if err := l.Preallocate(); err != nil || m.Ops(vfs.OpWrite) != writes {
 		t.Fatalf("second Preallocate wrote again (%v)", err)
@@ -60,14 +66,19 @@ func TestPreallocate(t *testing.T) {
 	if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
 		t.Fatal("reads differ from the appended data")
 	}
-	// Never past the segment size.
+	// Never past the segment size; PreallocateDue is true exactly when
+	// Preallocate writes.
 	for range 10 {
 		a.add(5, 300, 3)
 		if err := l.Sync(); err != nil {
 			t.Fatal(err)
 		}
+		due, writes := l.PreallocateDue(), m.Ops(vfs.OpWrite)
 		if err := l.Preallocate(); err != nil {
 			t.Fatal(err)
+		}
+		if wrote := m.Ops(vfs.OpWrite) != writes; wrote != due {
+			t.Fatalf("PreallocateDue %v, but Preallocate wrote: %v", due, wrote)
 		}
 		if n := fileLen(t, m, filepathOfActive(l)); n > cfg.SegmentBytes && n != l.active().size {
 			t.Fatalf("active segment file is %d bytes, past the segment size %d", n, cfg.SegmentBytes)
