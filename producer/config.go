@@ -86,6 +86,16 @@ func Linger(d time.Duration) Opt { return opt{func(c *cfg) { c.linger = d }} }
 // take longer than the Linger, this keeps them in one batch per write
 // rather than split into batches that each wait out the timer.
 //
+// With 1024 callers or more inside Produce, it also ends the linger once the
+// batch holds at least half of them and either no batch is in flight or
+// every caller not waiting on one has joined it. Such a crowd then forms
+// two batches that take turns, one being written while the other fills,
+// instead of one batch per write whose next write starts only once every
+// caller has been woken and has pushed again; with MaxInFlight unset the
+// two are in flight at once (see MaxInFlight for their order). Smaller
+// crowds keep one batch per write: halving it cost more client CPU per
+// input than the overlap saved.
+//
 // With MaxInFlight set, it also ends the linger once every in-flight slot is
 // taken and every caller not waiting on a batch in flight has joined: the
 // batch is then written as soon as a slot is free, and keeps filling until
@@ -117,8 +127,9 @@ func Compression(codec kgo.CompressionCodec) Opt {
 // context) and that batch keeps filling until it is full; then later callers
 // block too. This is the producer's back-pressure. Zero means unbounded: a
 // full batch, or one whose linger has ended, is always flushed at once, and
-// AdaptiveLinger only ends a linger once every caller inside Produce has
-// joined the batch.
+// AdaptiveLinger ends a linger once every caller inside Produce has joined
+// the batch or, with 1024 callers or more, once half of them have (see
+// AdaptiveLinger).
 // Batches in flight at once may be written in either order (see Sink);
 // MaxInFlight(1) writes them one at a time. Default 0.
 func MaxInFlight(n int) Opt { return opt{func(c *cfg) { c.maxInFlight = n }} }

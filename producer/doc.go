@@ -22,12 +22,13 @@
 //	   ▼                                     ▼
 //	 linger: wait for Linger, or for       wait on batch.done only: no
 //	 every active caller to join           mutex, no timer
-//	 (AdaptiveLinger; with every
-//	 in-flight slot taken, every
-//	 caller not waiting on one; past
-//	 the Linger while batches are in
-//	 flight, until their callers are
-//	 back), or
+//	 (AdaptiveLinger; with 1024
+//	 callers or more, half of them;
+//	 with every in-flight slot taken,
+//	 every caller not waiting on one;
+//	 past the Linger while batches
+//	 are in flight, until their
+//	 callers are back), or
 //	 for the batch to be sealed by
 //	 someone else; then take an
 //	 in-flight slot (MaxInFlight,

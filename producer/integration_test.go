@@ -2,11 +2,13 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -107,25 +109,76 @@ func produceAndCheck(t *testing.T, p *BatchProducer[Record, int64], seeds []stri
 	}
 }
 
+// kafkaSinkClients are the two ways a KafkaSink produces: through
+// ProduceSync for a client that lingers (kgo's default), through Produce
+// with its own promise (direct) for one that does not.
+var kafkaSinkClients = []struct {
+	name   string
+	opts   []kgo.Opt
+	direct bool
+}{
+	{"lingering client", nil, false},
+	{"client without linger", []kgo.Opt{kgo.ProducerLinger(0)}, true},
+}
+
 func TestKafkaSinkKfake(t *testing.T) {
-	seeds := startKfake(t)
-	cl := newClient(t, seeds)
-	p, err := NewRecordProducer(WithSink(NewKafkaSink(cl, itTopic, 0)), Linger(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range kafkaSinkClients {
+		t.Run(c.name, func(t *testing.T) {
+			seeds := startKfake(t)
+			sink := NewKafkaSink(newClient(t, seeds, c.opts...), itTopic, 0)
+			if sink.direct != c.direct {
+				t.Fatalf("sink.direct = %v, want %v", sink.direct, c.direct)
+			}
+			p, err := NewRecordProducer(WithSink(sink), Linger(time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			produceAndCheck(t, p, seeds)
+		})
 	}
-	produceAndCheck(t, p, seeds)
 }
 
 func TestKafkaSinkSluice(t *testing.T) {
-	b := startSluice(t)
-	seeds := []string{b.Addr()}
-	cl := newClient(t, seeds)
-	p, err := NewRecordProducer(WithSink(NewKafkaSink(cl, itTopic, 0)), Linger(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range kafkaSinkClients {
+		t.Run(c.name, func(t *testing.T) {
+			b := startSluice(t)
+			seeds := []string{b.Addr()}
+			sink := NewKafkaSink(newClient(t, seeds, c.opts...), itTopic, 0)
+			if sink.direct != c.direct {
+				t.Fatalf("sink.direct = %v, want %v", sink.direct, c.direct)
+			}
+			p, err := NewRecordProducer(WithSink(sink), Linger(time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			produceAndCheck(t, p, seeds)
+		})
 	}
-	produceAndCheck(t, p, seeds)
+}
+
+// A record the client fails fails its batch, whichever way the sink
+// produces, and the sink keeps working for the next batch.
+func TestKafkaSinkRecordFails(t *testing.T) {
+	for _, c := range kafkaSinkClients {
+		t.Run(c.name, func(t *testing.T) {
+			seeds := startKfake(t)
+			// The client refuses a record above its batch size.
+			opts := append([]kgo.Opt{kgo.ProducerBatchMaxBytes(1 << 10)}, c.opts...)
+			sink := NewKafkaSink(newClient(t, seeds, opts...), itTopic, 0)
+			big := make([]byte, 2<<10)
+			recs := []Record{{Value: []byte("a")}, {Value: big}, {Value: []byte("c")}}
+			if _, err := sink.Produce(context.Background(), Batch{Records: recs}); !errors.Is(err, kerr.MessageTooLarge) {
+				t.Fatalf("batch with an oversized record: %v, want kerr.MessageTooLarge", err)
+			}
+			offsets, err := sink.Produce(context.Background(), Batch{Records: []Record{{Value: []byte("d")}, {Value: []byte("e")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(offsets) != 2 || offsets[1] != offsets[0]+1 {
+				t.Fatalf("next batch: offsets %v, want two consecutive", offsets)
+			}
+		})
+	}
 }
 
 func TestInProcessSinkSluice(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -21,6 +22,13 @@ type KafkaSink struct {
 	cl        *kgo.Client
 	topic     string
 	partition int32
+	// direct is set when the client does not linger
+	// (kgo.ProducerLinger(0)): Produce then hands the records to
+	// cl.Produce with a promise of its own and waits for them, which is
+	// what ProduceSync does for such a client, without building a result
+	// per record. A lingering client goes through ProduceSync, which
+	// sends the records without waiting out the linger.
+	direct bool
 
 	// A free list rather than a sync.Pool: a pool is emptied by every
 	// garbage collection, and with thousands of callers collections are
@@ -34,11 +42,31 @@ type KafkaSink struct {
 const maxFreeScratch = 4
 
 // kafkaScratch holds the kgo records of one Produce call. The client is done
-// with them once ProduceSync returns (it waits for every record's promise),
-// so they are cleared and reused by later calls instead of reallocated.
+// with them once every record's promise has been called (ProduceSync waits
+// for that, and so does a direct sink), so they are cleared and reused by
+// later calls instead of reallocated.
 type kafkaScratch struct {
 	krs  []kgo.Record
 	ptrs []*kgo.Record
+
+	// For a direct sink: the promise given to every record (sc.done, bound
+	// once), the records not yet done, and the first error.
+	promise func(*kgo.Record, error)
+	wg      sync.WaitGroup
+	mu      sync.Mutex // guards err
+	err     error
+}
+
+// done is the promise of a direct sink's records.
+func (sc *kafkaScratch) done(_ *kgo.Record, err error) {
+	if err != nil {
+		sc.mu.Lock()
+		if sc.err == nil {
+			sc.err = err
+		}
+		sc.mu.Unlock()
+	}
+	sc.wg.Done()
 }
 
 // recordsNotKept: Produce copies what it needs of b.Records into kgo
@@ -47,11 +75,15 @@ func (s *KafkaSink) recordsNotKept() {}
 
 // NewKafkaSink returns a sink that produces to topic's partition through cl.
 func NewKafkaSink(cl *kgo.Client, topic string, partition int32) *KafkaSink {
-	return &KafkaSink{cl: cl, topic: topic, partition: partition}
+	linger, ok := cl.OptValue(kgo.ProducerLinger).(time.Duration)
+	return &KafkaSink{cl: cl, topic: topic, partition: partition, direct: ok && linger <= 0}
 }
 
-// Produce writes the batch's records with one ProduceSync call and returns
-// each record's offset. The client may send them in more than one request;
+// Produce writes the batch's records and returns each record's offset once
+// every one is acknowledged: with one ProduceSync call, or, when the client
+// does not linger (kgo.ProducerLinger(0)), with one Produce call per record
+// and a promise shared by the batch, which is how ProduceSync produces for
+// such a client, without its result per record. The client may send them in more than one request;
 // on an error, records of the batch may have been written.
 func (s *KafkaSink) Produce(ctx context.Context, b Batch) ([]int64, error) {
 	sc := s.getScratch()
@@ -78,8 +110,7 @@ func (s *KafkaSink) Produce(ctx context.Context, b Batch) ([]int64, error) {
 		}
 		ptrs[i] = kr
 	}
-	results := s.cl.ProduceSync(ctx, ptrs...)
-	if err := results.FirstErr(); err != nil {
+	if err := s.produce(ctx, sc, ptrs); err != nil {
 		return nil, err
 	}
 	offsets := make([]int64, len(krs))
@@ -90,6 +121,24 @@ func (s *KafkaSink) Produce(ctx context.Context, b Batch) ([]int64, error) {
 		offsets[i] = krs[i].Offset
 	}
 	return offsets, nil
+}
+
+// produce writes rs and waits until every one is done; it returns the first
+// error.
+func (s *KafkaSink) produce(ctx context.Context, sc *kafkaScratch, rs []*kgo.Record) error {
+	if !s.direct {
+		return s.cl.ProduceSync(ctx, rs...).FirstErr()
+	}
+	if sc.promise == nil {
+		sc.promise = sc.done
+	}
+	sc.err = nil
+	sc.wg.Add(len(rs))
+	for _, r := range rs {
+		s.cl.Produce(ctx, r, sc.promise)
+	}
+	sc.wg.Wait()
+	return sc.err // every promise has returned: no lock needed
 }
 
 func (s *KafkaSink) getScratch() *kafkaScratch {

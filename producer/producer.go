@@ -247,11 +247,8 @@ func (e *engine[I, T, S]) leave() {
 		return
 	}
 	// A cheap superset of joinedLocked's condition, read without the lock.
-	n, outside := e.curN.Load(), a
-	if e.slots != nil {
-		outside -= e.flightN.Load()
-	}
-	if n == 0 || n < outside {
+	n, f := e.curN.Load(), e.flightN.Load()
+	if n == 0 || n < a && (a < splitCallers || 2*n < a) && (e.slots == nil || n < a-f) {
 		return
 	}
 	e.mu.Lock()
@@ -261,19 +258,36 @@ func (e *engine[I, T, S]) leave() {
 	e.mu.Unlock()
 }
 
+// splitCallers is how many callers inside Produce make adaptive linger
+// split them into two batches in flight at once (see joinedLocked).
+// At 4096 callers the split raised throughput and lowered the client's CPU
+// per input; at 256 it halved the records per write for more CPU per input,
+// so smaller crowds keep one batch per write.
+const splitCallers = 1024
+
 // joinedLocked reports whether adaptive linger ends b's linger now: when
-// every caller inside Produce has its input in b, or when every in-flight
-// slot (MaxInFlight) is taken and every caller not waiting on a batch in
-// flight has its input in b. In the second case b is flushed as soon as a
-// slot is free: the callers left out are waiting for their batches, and
-// waiting out the linger as well would only add to their next call's
-// latency.
+// every caller inside Produce has its input in b; when at least splitCallers
+// callers are inside, b holds at least half of them, and either no batch is
+// in flight or every caller not waiting on one has joined b; or when every
+// in-flight slot (MaxInFlight) is taken and every caller not waiting on a
+// batch in flight has its input in b.
+//
+// The second case keeps a crowd of callers in two halves that take turns:
+// one half's batch is being written while the other half's fills, instead
+// of every caller waiting for one write and then for the whole crowd to
+// be woken and to push again before the next write starts. In the third
+// case b is flushed as soon as a slot is free: the callers left out are
+// waiting for their batches, and waiting out the linger as well would only
+// add to their next call's latency.
 func (e *engine[I, T, S]) joinedLocked(b *batch[T, S]) bool {
-	n, a := int64(b.n), e.active.Load()
+	n, a, f := int64(b.n), e.active.Load(), e.flightN.Load()
 	if n >= a {
 		return true
 	}
-	return e.slots != nil && len(e.inflight) >= cap(e.slots) && n >= a-e.flightN.Load()
+	if a >= splitCallers && 2*n >= a && (f == 0 || n >= a-f) {
+		return true
+	}
+	return e.slots != nil && len(e.inflight) >= cap(e.slots) && n >= a-f
 }
 
 // pushLocked pushes in into the aggregator, turning a panic into an error.

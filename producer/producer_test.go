@@ -832,3 +832,49 @@ func TestRecordSlicesNotReusedForUserSinks(t *testing.T) {
 		t.Fatalf("the sink kept %d records, want 40", off)
 	}
 }
+
+// With AdaptiveLinger and at least splitCallers callers inside Produce, a
+// batch holding at least half of them is written while another batch is in
+// flight, once every caller not waiting on that write has joined it; below
+// splitCallers it waits for the callers in flight as before.
+func TestLingerSplitsACrowd(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		callers int // inside Produce, the lone first one included
+		split   bool
+	}{
+		{"below splitCallers", splitCallers - 1, false},
+		{"at splitCallers", splitCallers, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sink := newFakeSink(true)
+			agg := newHookAggregator(DefaultMaxBatchBytes)
+			p := mustNew(t, agg, WithSink(sink), Linger(forever))
+
+			first := produceAsync(context.Background(), p, "first")
+			callFirst := sink.next(t) // a lone caller is written at once; held
+			rest := make([]<-chan result, c.callers-1)
+			for i := range rest {
+				rest[i] = produceAsync(context.Background(), p, fmt.Sprintf("v%d", i))
+			}
+			waitFor(t, "every caller pushed", func() bool { return agg.accepted.Load() == int64(c.callers) })
+			var callRest *sinkCall
+			if c.split {
+				callRest = sink.next(t) // written while the first write is in flight
+				callFirst.reply <- nil
+			} else {
+				sink.noCall(t) // waits for the first caller, still inside Produce
+				callFirst.reply <- nil
+				callRest = sink.next(t)
+			}
+			if n := len(callRest.batch.Records); n != c.callers-1 {
+				t.Fatalf("second batch has %d records, want %d", n, c.callers-1)
+			}
+			callRest.reply <- nil
+			checkOffset(t, sink, get(t, first))
+			for _, ch := range rest {
+				checkOffset(t, sink, get(t, ch))
+			}
+		})
+	}
+}
