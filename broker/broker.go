@@ -143,6 +143,9 @@ type Broker struct {
 
 	// The maker goroutine (makeFiles): the partitions whose files it is
 	// to make, whether it runs, and whether Close stopped it.
+	// pendBudget bounds the bytes new partitions keep in memory before
+	// their files are made (storage.PendingBudget).
+	pendBudget  *storage.PendingBudget
 	makeMu      sync.Mutex
 	makeQueue   []*partition.Partition
 	makeRunning bool
@@ -206,6 +209,7 @@ func New(opts ...Opt) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:         c,
+		pendBudget:  storage.NewPendingBudget(pendingBudget),
 		loggers:     loggers,
 		layout:      meta.Layout{Root: c.dataDir},
 		fs:          c.fs,

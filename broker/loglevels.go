@@ -31,6 +31,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -109,7 +110,7 @@ func newLogLevels(h slog.Handler) (*logLevels, slog.Handler) {
 		}
 	}
 	lv.levels["root"].Store(int64(root))
-	return lv, &levelHandler{inner: h, lv: lv, name: "broker"}
+	return lv, &levelHandler{base: h, lv: lv, name: "broker"}
 }
 
 func (lv *logLevels) effective(name string) slog.Level {
@@ -120,11 +121,30 @@ func (lv *logLevels) effective(name string) slog.Level {
 }
 
 // levelHandler routes records to their logger's level and hands those
-// that pass to the wrapped handler.
+// that pass to the wrapped handler. Attributes added by With are given to
+// the wrapped handler only when the logger first writes a record: a
+// logger made for each of thousands of partitions, most of which never
+// log, then costs a few words instead of the handler's formatting.
 type levelHandler struct {
-	inner slog.Handler
-	lv    *logLevels
-	name  string // the logger, from the component attribute
+	lv   *logLevels
+	name string // the logger, from the component attribute
+
+	base  slog.Handler // the wrapped handler, without attrs
+	attrs []slog.Attr  // added since base, not yet given to it
+
+	once  sync.Once
+	inner slog.Handler // base with attrs (handler)
+}
+
+// handler returns the wrapped handler with the attributes added.
+func (h *levelHandler) handler() slog.Handler {
+	h.once.Do(func() {
+		h.inner = h.base
+		if len(h.attrs) > 0 {
+			h.inner = h.base.WithAttrs(h.attrs)
+		}
+	})
+	return h.inner
 }
 
 func (h *levelHandler) Enabled(_ context.Context, l slog.Level) bool {
@@ -132,21 +152,26 @@ func (h *levelHandler) Enabled(_ context.Context, l slog.Level) bool {
 }
 
 func (h *levelHandler) Handle(ctx context.Context, r slog.Record) error {
-	return h.inner.Handle(ctx, r)
+	return h.handler().Handle(ctx, r)
 }
 
 func (h *levelHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	if len(as) == 0 {
+		return h
+	}
 	name := h.name
 	for _, a := range as {
 		if a.Key == "component" && slices.Contains(loggerNames, a.Value.String()) {
 			name = a.Value.String()
 		}
 	}
-	return &levelHandler{inner: h.inner.WithAttrs(as), lv: h.lv, name: name}
+	attrs := make([]slog.Attr, 0, len(h.attrs)+len(as))
+	attrs = append(append(attrs, h.attrs...), as...)
+	return &levelHandler{base: h.base, attrs: attrs, lv: h.lv, name: name}
 }
 
 func (h *levelHandler) WithGroup(g string) slog.Handler {
-	return &levelHandler{inner: h.inner.WithGroup(g), lv: h.lv, name: h.name}
+	return &levelHandler{base: h.handler().WithGroup(g), lv: h.lv, name: h.name}
 }
 
 // describeLoggers answers DescribeConfigs for a BROKER_LOGGER resource.

@@ -178,3 +178,31 @@ func TestBrokerLoggerLevels(t *testing.T) {
 		t.Fatalf("%d new DEBUG request lines with conn at WARN", after-before)
 	}
 }
+
+// TestLevelHandlerDeferredAttrs: attributes added by With (given to the
+// wrapped handler only when a record is written) come out as slog's own
+// handler writes them, in order, groups included.
+func TestLevelHandlerDeferredAttrs(t *testing.T) {
+	var got, want bytes.Buffer
+	opts := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}
+	_, h := newLogLevels(slog.NewTextHandler(&got, opts))
+	logs := func(l *slog.Logger) {
+		p := l.With("component", "partition").With("topic", "t", "partition", 1)
+		p.Info("first", "k", 1)
+		p.WithGroup("g").With("x", 2).Info("grouped", "k", 3)
+		l.With("topic", "u").Warn("other")
+	}
+	logs(slog.New(h))
+	logs(slog.New(slog.NewTextHandler(&want, opts)))
+	if got.String() != want.String() {
+		t.Fatalf("logged\n%s\nwant\n%s", got.String(), want.String())
+	}
+	if !strings.Contains(got.String(), "component=partition topic=t partition=1 g.x=2 g.k=3") {
+		t.Fatalf("attributes missing: %s", got.String())
+	}
+}

@@ -152,10 +152,11 @@ func TestCreatedPartitionsPreparedDurably(t *testing.T) {
 
 // TestNewPartitionFilesMadeByFirstWrite checks a large topic's partitions
 // with the WAL on: none makes a file until it is written; a written one
-// makes its directory and segment off the request path, and its records
-// survive a power cut right after the acknowledgement (the WAL replays
-// them into the partition, which has no directory yet) and a clean
-// restart; the others stay without files and take writes after both.
+// keeps its first bytes in memory (durable in the WAL) and makes its
+// directory and segment at the clean shutdown, and its records survive a
+// power cut right after the acknowledgement (the WAL replays them into
+// the partition, which has no directory yet) and a clean restart; the
+// others stay without files and take writes after both.
 func TestNewPartitionFilesMadeByFirstWrite(t *testing.T) {
 	const parts = 40 // at least preparedInline: not prepared at the create
 	fs := vfs.NewMem()
@@ -184,15 +185,17 @@ func TestNewPartitionFilesMadeByFirstWrite(t *testing.T) {
 	}
 	// A power cut right after the acknowledgement.
 	crashed := fs.CrashClone(vfs.CrashOptions{})
-	deadline := time.Now().Add(20 * time.Second)
-	for !slices.Equal(dirs(fs), []int{7}) {
-		if time.Now().After(deadline) {
-			t.Fatalf("partitions with a directory: %v; want [7] once its first write is made", dirs(fs))
-		}
-		time.Sleep(time.Millisecond)
+	if d := dirs(fs); len(d) != 0 {
+		t.Fatalf("partitions %v have a directory after a small write; want its bytes kept in memory", d)
+	}
+	if p := b.partition("t", 7); !p.Pending() {
+		t.Fatal("partition 7 made its files for 3 records")
 	}
 	c.nc.Close()
 	b.Close()
+	if d := dirs(fs); !slices.Equal(d, []int{7}) {
+		t.Fatalf("partitions with a directory after a clean shutdown: %v; want [7]", d)
+	}
 	for name, m := range map[string]*vfs.MemFS{"power cut": crashed, "clean restart": fs} {
 		rb := newBroker(t, "/data", withFS(m))
 		if p := rb.partition("t", 7); p == nil || p.NextOffset() != 3 {
@@ -291,5 +294,85 @@ func TestDeleteLargeTopicMakesNoFiles(t *testing.T) {
 	b.Close()
 	if _, err := fs.Stat("/data/topics/t"); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("after the close, the deleted topic's directory: %v", err)
+	}
+}
+
+// TestPendingPartitionsCheckpointed: a large topic's partitions written a
+// little keep their bytes in memory only until the WAL, having sealed
+// the segments it keeps, asks them to checkpoint: each then makes its
+// files and syncs them, the WAL retires the old segments, and the
+// records survive a power cut afterwards.
+func TestPendingPartitionsCheckpointed(t *testing.T) {
+	const parts = 40 // at least preparedInline: not prepared at the create
+	fs := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(fs), withWALSegmentBytes(256<<10))
+	ctx := context.Background()
+	if err := b.CreateTopic(ctx, "t", parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateTopic(ctx, "big", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, b.Addr())
+	defer c.nc.Close()
+	small := storagetest.Build(storagetest.Spec{Records: 3, ValueSize: 100, Timestamp: 1000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	for i := range int32(parts) {
+		if code, msg := produceTo(c, "t", i, small); code != 0 {
+			t.Fatalf("produce to %d: %v %s", i, kerr.ErrorForCode(code), msg)
+		}
+	}
+	for i := range parts {
+		if !b.partition("t", int32(i)).Pending() {
+			t.Fatalf("partition %d made its files for 3 records", i)
+		}
+	}
+	walFiles := func() int {
+		names, err := fs.ReadDir("/data/wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(names)
+	}
+	// The WAL keeps about 256 KiB per partition writing before it asks
+	// for checkpoints: write several times that to another topic.
+	// Two partitions, so that neither writes alone (past the WAL).
+	big := storagetest.Build(storagetest.Spec{Records: 8, ValueSize: 1000, Timestamp: 2000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	most := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for n := int32(0); ; n++ {
+		if code, msg := produceTo(c, "big", n%2, big); code != 0 {
+			t.Fatalf("produce to big: %v %s", kerr.ErrorForCode(code), msg)
+		}
+		most = max(most, walFiles())
+		made := 0
+		for i := range parts {
+			if !b.partition("t", int32(i)).Pending() {
+				made++
+			}
+		}
+		if made == parts && walFiles() < most {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d partitions made their files; WAL files %d, most %d", made, parts, walFiles(), most)
+		}
+	}
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	for i := range parts { // synced into their own files, not only in the WAL
+		fi, err := crashed.Stat(fmt.Sprintf("/data/topics/t/%d/00000000000000000000.log", i))
+		if err != nil {
+			t.Fatalf("after a power cut partition %d's segment: %v", i, err)
+		}
+		if fi.Size() < int64(len(small)) {
+			t.Fatalf("after a power cut partition %d's segment holds %d bytes, want its %d", i, fi.Size(), len(small))
+		}
+	}
+	rb := newBroker(t, "/data", withFS(crashed))
+	defer rb.Close()
+	got := readAll(t, rb.Addr(), "t")
+	for i := range int32(parts) {
+		if len(got[i]) != 3 {
+			t.Fatalf("partition %d holds %d records after the power cut, want 3", i, len(got[i]))
+		}
 	}
 }

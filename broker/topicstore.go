@@ -160,6 +160,7 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 		scfg.WriteBehind = segmentWriteBehind
 		pt = new(pendingTarget)
 		scfg.OnPending = func() { b.pendingWrite(pt) }
+		scfg.Pending = b.pendBudget
 	}
 	key := wal.Key{Topic: t.id, Partition: i}
 	var pwal acceptor.WAL
@@ -341,6 +342,12 @@ func (b *Broker) prepareParts(parts []*partition.Partition) {
 // preparedInline: topics with fewer new partitions are prepared while
 // they are created (prepareParts).
 const preparedInline = 32
+
+// pendingBudget is the most bytes the broker's new partitions keep in
+// memory, all together, before their files are made
+// (storage.PendingBudget): past it each one written asks the maker for
+// its files.
+const pendingBudget = 64 << 20
 
 // allocPID returns a new producer id, reserving a new block in
 // cluster.json when the current one is used up.

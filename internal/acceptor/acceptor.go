@@ -26,8 +26,9 @@ type partitionLog interface {
 
 // Acceptor owns one partition's writes: one goroutine drains its queue.
 //
-// Goroutine ownership: Start starts the run goroutine; it is owned by the
-// Acceptor and stops when Close is called, after writing and fsyncing
+// Goroutine ownership: the run goroutine starts with the first append
+// (or with Start, for a log that holds records or failed); it is owned by
+// the Acceptor and stops when Close is called, after writing and fsyncing
 // every append already queued. Close waits for it. The run goroutine
 // starts the sync goroutine (syncLoop), which runs its fsyncs, and stops
 // it and waits for it before it returns.
@@ -84,6 +85,13 @@ type Acceptor struct {
 	healthCh chan struct{} // closed when the partition next fails or heals; nil until HealthChanged asks
 	stopped  bool          // the run goroutine has ended; HWChanged and HealthChanged return closed channels
 
+	// running says the run goroutine has started (ensureRun). startMu
+	// guards starting it and unstarted, which Close sets when it found
+	// the goroutine never started: then nothing starts it.
+	running   atomic.Bool
+	startMu   sync.Mutex
+	unstarted bool
+
 	closeOnce sync.Once
 	// leaveSync is set by CloseLeavingSync before stop is closed: the run
 	// goroutine's shutdown skips the final log fsync no append waits on.
@@ -133,11 +141,30 @@ func start(log partitionLog, cfg Config) *Acceptor {
 		a.run.failed = f
 		a.run.armHeal()
 	}
-	// Taken here and handed to the run goroutine, so that it holds runMu
-	// from the start: until it first waits, appends queue.
-	a.runMu.Lock()
-	go a.loop()
+	if a.failure.Load() != nil || hw != 0 {
+		// A log that holds records (retention applies to it) or failed
+		// (it heals on a timer) has its run goroutine from the start.
+		a.ensureRun()
+	}
 	return a
+}
+
+// ensureRun starts the run goroutine if it has not started. A created
+// partition's starts at its first append (Enqueue), so that creating
+// thousands of partitions starts no goroutine and no timer, and one never
+// written holds none. After Close it starts nothing.
+func (a *Acceptor) ensureRun() {
+	if a.running.Load() {
+		return
+	}
+	a.startMu.Lock()
+	defer a.startMu.Unlock()
+	if a.running.Load() || a.unstarted {
+		return
+	}
+	a.run.startRun()
+	a.running.Store(true)
+	go a.loop()
 }
 
 // Append queues req and waits until it is written or durable as
@@ -176,6 +203,7 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return Pending{}, err
 	}
+	a.ensureRun()
 	w := waiters.Get().(*waiter)
 	w.req, w.durable = req, req.Durable
 	w.state.Store(wQueued)
@@ -490,13 +518,40 @@ func (a *Acceptor) close(leaveSync bool) error {
 	a.closeOnce.Do(func() {
 		a.leaveSync.Store(leaveSync)
 		close(a.closing)
+		a.startMu.Lock()
 		a.sendMu.Lock()
 		a.sendClosed = true
 		a.sendMu.Unlock()
+		if !a.running.Load() {
+			// Never appended to: nothing is queued, written or owed an
+			// fsync, so there is no goroutine to stop.
+			a.unstarted = true
+			a.startMu.Unlock()
+			a.stopUnstarted()
+			return
+		}
+		a.startMu.Unlock()
 		close(a.stop)
 	})
 	<-a.done
 	return a.closeErr
+}
+
+// stopUnstarted is Close for an acceptor whose run goroutine never
+// started: it marks it stopped as the run goroutine's shutdown would.
+func (a *Acceptor) stopUnstarted() {
+	a.mu.Lock()
+	a.stopped = true
+	if a.hwCh != nil {
+		close(a.hwCh)
+		a.hwCh = nil
+	}
+	if a.healthCh != nil {
+		close(a.healthCh)
+		a.healthCh = nil
+	}
+	a.mu.Unlock()
+	close(a.done)
 }
 
 // ForgetWAL tells the WAL, after Close, that the partition's log is

@@ -711,6 +711,10 @@ func TestHWChanged(t *testing.T) {
 
 func TestRetentionTicker(t *testing.T) {
 	fx := newFixture(t, nil)
+	r, _ := mkReq(1, 10, 0, true)
+	if _, err := fx.a.Append(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= 2; i++ {
 		fx.mt.tick(t, time.Minute)
 		waitFor(t, func() bool {
@@ -1100,4 +1104,47 @@ func TestCloseLeavingSync(t *testing.T) {
 			t.Fatalf("an acknowledged append was left unsynced (%d of %d bytes)", synced, len(fx.f.data))
 		}
 	})
+}
+
+// TestEmptyLogStartsNoGoroutine: an acceptor of a log that holds nothing
+// starts no goroutine and no ticker until its first append, and closes
+// without one.
+func TestEmptyLogStartsNoGoroutine(t *testing.T) {
+	mt := newManualTicker()
+	cfg := testConfig(mt)
+	idle := start(newFake(t), cfg)
+	mt.mu.Lock()
+	tickers := len(mt.chans)
+	mt.mu.Unlock()
+	if tickers != 0 || idle.running.Load() {
+		t.Fatalf("before any append: %d tickers, running %v; want none", tickers, idle.running.Load())
+	}
+	hw := idle.HWChanged()
+	if err := idle.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hw:
+	default:
+		t.Fatal("HWChanged not closed by Close")
+	}
+	r, _ := mkReq(1, 10, 0, true)
+	if _, err := idle.Append(context.Background(), r); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after Close: %v, want ErrClosed", err)
+	}
+	if idle.running.Load() {
+		t.Fatal("an append after Close started the run goroutine")
+	}
+
+	used := start(newFake(t), cfg)
+	defer used.Close()
+	if _, err := used.Append(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	mt.mu.Lock()
+	tickers = len(mt.chans)
+	mt.mu.Unlock()
+	if tickers == 0 || !used.running.Load() {
+		t.Fatalf("after an append: %d tickers, running %v", tickers, used.running.Load())
+	}
 }

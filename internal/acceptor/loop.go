@@ -85,6 +85,14 @@ func (r *runState) init(a *Acceptor) {
 	r.next = a.log.NextOffset()
 	r.written, r.synced, r.logSynced = r.next, r.next, r.next
 	r.prepared = true // nothing written yet: an idle partition allocates nothing
+}
+
+// startRun sets up what only the run goroutine uses (its sync
+// goroutine's channels and its tickers), just before it starts
+// (Acceptor.ensureRun): a partition whose run goroutine never starts
+// holds no goroutine and no timer.
+func (r *runState) startRun() {
+	a := r.a
 	r.syncReq = make(chan syncJob, 1)
 	r.syncDone = make(chan error, 1)
 	r.syncExited = make(chan struct{})
@@ -210,7 +218,10 @@ func (a *Acceptor) syncLog() error {
 func (a *Acceptor) loop() {
 	r := &a.run
 	defer close(a.done)
-	defer a.runMu.Unlock() // taken for it by start
+	// Until the goroutine holds runMu, appends are handled inline, as
+	// while it waits in its select.
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
 	defer r.stopTickers()
 	go a.syncLoop()
 	flushC := r.flushTick

@@ -171,6 +171,10 @@ func Open(cfg Config) (*Partition, error) {
 // at its path any more, so its directory can be renamed away.
 func (p *Partition) Prepare() error { return p.log.Prepare() }
 
+// Pending reports whether the partition's files are not made yet: its
+// first bytes, if any, are in memory and in the WAL (storage.Log.Pending).
+func (p *Partition) Pending() bool { return p.log.Pending() }
+
 // HoldFiles keeps a new partition from making its directory and files
 // until ReleaseFiles (storage.Log.HoldFiles), while its topic's
 // directory is moved; it reports whether they were made already.

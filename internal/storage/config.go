@@ -32,12 +32,19 @@ type Config struct {
 	// write-ahead log, which replays them). 0 (the default): off.
 	WriteBehind int
 	// OnPending, for a log made by Create with WriteBehind on, is called
-	// once, on the first append that its first segment keeps in memory
-	// because the segment's file is not made yet: the caller should call
+	// once, when the bytes its first segment keeps in memory because the
+	// segment's file is not made yet reach 256 KiB, or when the logs
+	// sharing Pending keep more than its budget: the caller should call
 	// Log.Prepare soon, on a goroutine of its own (it is called on the
-	// appending one, with no lock of the log held).
+	// appending one, with no lock of the log held). Until then, and for a
+	// log written less, the file is made by the first Sync (the
+	// write-ahead log's checkpoint) or truncation; Close drops the bytes
+	// kept (the write-ahead log replays them).
 	OnPending func()
-	Now       func() time.Time
+	// Pending, if set, is the memory budget shared by the logs kept in
+	// memory before their files are made (PendingBudget).
+	Pending *PendingBudget
+	Now     func() time.Time
 	// RetainFrom, if set, returns an offset retention must keep: a
 	// segment is removed only when every offset in it is below
 	// RetainFrom() (the partition's last stable offset, so that an open

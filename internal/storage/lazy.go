@@ -19,10 +19,14 @@ import (
 // When the log's appends are made durable elsewhere before they are
 // acknowledged (Config.WriteBehind: the broker's shared write-ahead log,
 // which replays them), writes before the file exists are kept in memory
-// (up to pendMax bytes) and Config.OnPending is called once, so that the
-// caller makes the file on a goroutine of its own: a fresh partition's
-// first writes then cost no mkdir or file creation on the request path,
-// and a partition never written makes no file at all. Without a
+// (up to pendMax bytes). Config.OnPending is called once, when they reach
+// pendNotify bytes or the logs sharing Config.Pending keep more than its
+// budget, so that the caller makes the file on a goroutine of its own: a
+// fresh partition's first writes then cost no mkdir or file creation on
+// the request path, a partition never written makes no file at all, and
+// one written a little makes its file only when the write-ahead log asks
+// for it (its checkpoint syncs the log: Sync makes the file) or the log
+// is closed. Without a
 // write-ahead log the first write makes the file, so that a written byte
 // is in the page cache as with any other file. Its directory entries
 // are not synced here: Log.Sync does that once, with the first bytes it
@@ -31,16 +35,19 @@ type lazyFile struct {
 	fs        vfs.FS
 	dir, path string
 	// pendMax is the most bytes kept in memory before the file is made
-	// (0: none); onPending is called once, on the first write kept.
+	// (0: none); onPending is called once, when the file is wanted
+	// (pendNotify bytes kept, or budget spent). budget, if set, counts
+	// the bytes kept by every log sharing it.
 	pendMax   int
 	onPending func()
+	budget    *PendingBudget
 
 	f atomic.Pointer[vfs.File] // set once the file is made; read without mu
 
 	notified atomic.Bool // onPending was called
 
 	mu     sync.Mutex // guards the making of the directory and file, pend, held and closed
-	pend   []byte     // bytes [0, len(pend)) written before the file was made
+	pend   chunks     // bytes [0, pend.size) written before the file was made
 	held   bool       // the file must not be made now (hold)
 	closed bool
 }
@@ -50,8 +57,47 @@ type lazyFile struct {
 var ErrFilesHeld = errors.New("the log's files are held: its directory is being moved")
 
 // pendMax is the most bytes a new log keeps in memory until its file is
-// made (lazyFile).
-const pendMax = 256 << 10
+// made (lazyFile); its file is wanted (Config.OnPending) once it keeps
+// pendNotify, so that the maker makes it before a write must.
+const (
+	pendMax    = 1 << 20
+	pendNotify = 256 << 10
+)
+
+// PendingBudget bounds the bytes that the logs sharing it (Config.Pending:
+// the partitions of one broker) keep in memory before their files are
+// made. Past the budget each log that keeps more asks for its file
+// (Config.OnPending); past twice the budget a log makes its file on the
+// write instead of keeping the bytes.
+type PendingBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// NewPendingBudget returns a budget of max bytes.
+func NewPendingBudget(max int64) *PendingBudget { return &PendingBudget{max: max} }
+
+// Used returns the bytes kept now.
+func (b *PendingBudget) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.used.Load()
+}
+
+// add counts n more bytes kept (n < 0: released) and returns the total.
+func (b *PendingBudget) add(n int) int64 {
+	if b == nil || n == 0 {
+		return 0
+	}
+	return b.used.Add(int64(n))
+}
+
+// full reports whether n more bytes would take the total past twice the
+// budget.
+func (b *PendingBudget) full(n int) bool {
+	return b != nil && b.used.Load()+int64(n) > 2*b.max
+}
 
 // file returns the file, making it (and its directory) first if needed.
 func (z *lazyFile) file() (vfs.File, error) {
@@ -76,10 +122,11 @@ func (z *lazyFile) file() (vfs.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create segment %s: %w", z.path, err)
 	}
-	if len(z.pend) > 0 {
-		// The bytes written so far go into the file before anyone can
-		// see it (readers read pend until f is set).
-		if n, err := f.WriteAt(z.pend, 0); err != nil || n != len(z.pend) {
+	// The bytes written so far go into the file before anyone can see
+	// it (readers read pend until f is set).
+	var off int64
+	for _, c := range z.pend.list {
+		if n, err := f.WriteAt(c, off); err != nil || n != len(c) {
 			f.Close()
 			z.fs.Remove(z.path)
 			if err == nil {
@@ -87,14 +134,15 @@ func (z *lazyFile) file() (vfs.File, error) {
 			}
 			return nil, fmt.Errorf("write segment %s: %w", z.path, err)
 		}
+		off += int64(len(c))
 	}
 	z.f.Store(&f)
-	z.pend = nil
+	z.budget.add(-z.pend.size)
+	z.pend = chunks{}
 	return f, nil
 }
 
-// notify calls onPending the first time (the log's first append, or
-// the first write kept).
+// notify calls onPending the first time the file is wanted.
 func (z *lazyFile) notify() {
 	if z.onPending != nil && !z.notified.Load() && z.notified.CompareAndSwap(false, true) {
 		z.onPending()
@@ -102,33 +150,34 @@ func (z *lazyFile) notify() {
 }
 
 // keep writes p at off into pend when the file is not made yet, p
-// appends to what pend holds and stays within pendMax, and reports
-// whether it did.
-func (z *lazyFile) keep(p []byte, off int64) (bool, error) {
+// appends to what pend holds and stays within pendMax, and the budget is
+// not spent twice over. It reports whether it did, and whether the file
+// is now wanted (pendNotify bytes kept, or the budget spent).
+func (z *lazyFile) keep(p []byte, off int64) (kept, want bool, err error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.f.Load() != nil || z.pendMax == 0 || off != int64(len(z.pend)) || len(z.pend)+len(p) > z.pendMax {
-		return false, nil
+	if z.f.Load() != nil || z.pendMax == 0 || off != int64(z.pend.size) || z.pend.size+len(p) > z.pendMax || z.budget.full(len(p)) {
+		return false, false, nil
 	}
 	if z.closed {
-		return false, os.ErrClosed
+		return false, false, os.ErrClosed
 	}
-	if z.pend == nil {
-		z.pend = make([]byte, 0, min(z.pendMax, max(len(p), 16<<10)))
-	}
-	z.pend = append(z.pend, p...)
-	return true, nil
+	z.pend.write(p)
+	used := z.budget.add(len(p))
+	return true, z.pend.size >= pendNotify || (z.budget != nil && used > z.budget.max), nil
 }
 
 // write is WriteAt, keeping p in memory when it can.
 func (z *lazyFile) write(p []byte, off int64) (int, error) {
 	if z.f.Load() == nil && z.pendMax > 0 {
-		kept, err := z.keep(p, off)
+		kept, want, err := z.keep(p, off)
 		if err != nil {
 			return 0, err
 		}
 		if kept {
-			z.notify()
+			if want {
+				z.notify()
+			}
 			return len(p), nil
 		}
 	}
@@ -173,10 +222,10 @@ func (z *lazyFile) ReadAt(p []byte, off int64) (int, error) {
 		return f.ReadAt(p, off)
 	}
 	defer z.mu.Unlock()
-	if off >= int64(len(z.pend)) {
+	if off >= int64(z.pend.size) {
 		return 0, io.EOF
 	}
-	n := copy(p, z.pend[off:])
+	n := z.pend.readAt(p, off)
 	if n < len(p) {
 		return n, io.EOF
 	}
@@ -193,7 +242,7 @@ func (z *lazyFile) Size() (int64, error) {
 		return f.Size()
 	}
 	defer z.mu.Unlock()
-	return int64(len(z.pend)), nil
+	return int64(z.pend.size), nil
 }
 
 // Write appends p at the end of the bytes written so far (the file's
@@ -223,8 +272,9 @@ func (z *lazyFile) Sync() error {
 func (z *lazyFile) Truncate(size int64) error {
 	if z.f.Load() == nil {
 		z.mu.Lock()
-		if z.f.Load() == nil && size <= int64(len(z.pend)) {
-			z.pend = z.pend[:size]
+		if z.f.Load() == nil && size <= int64(z.pend.size) {
+			z.budget.add(int(size) - z.pend.size)
+			z.pend.truncate(int(size))
 			z.mu.Unlock()
 			return nil
 		}
@@ -243,10 +293,70 @@ func (z *lazyFile) Truncate(size int64) error {
 func (z *lazyFile) Close() error {
 	z.mu.Lock()
 	z.closed = true
-	z.pend = nil
+	z.budget.add(-z.pend.size)
+	z.pend = chunks{}
 	z.mu.Unlock()
 	if f := z.made(); f != nil {
 		return f.Close()
 	}
 	return nil
+}
+
+// chunks holds a new log's bytes in memory in pieces of at most
+// chunkSize, so that growing it copies nothing (each write is a
+// write-behind tail's flush, a few KiB to a few tens of KiB).
+type chunks struct {
+	list [][]byte // every piece full (cap) but the last
+	size int
+}
+
+const chunkSize = 64 << 10
+
+// write appends p.
+func (c *chunks) write(p []byte) {
+	c.size += len(p)
+	for len(p) > 0 {
+		if n := len(c.list); n == 0 || len(c.list[n-1]) == cap(c.list[n-1]) {
+			c.list = append(c.list, make([]byte, 0, chunkSize))
+		}
+		last := &c.list[len(c.list)-1]
+		k := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:k]...)
+		p = p[k:]
+	}
+}
+
+// readAt copies the bytes from off into p and returns how many.
+func (c *chunks) readAt(p []byte, off int64) int {
+	n := 0
+	for _, b := range c.list {
+		if off >= int64(len(b)) {
+			off -= int64(len(b))
+			continue
+		}
+		k := copy(p[n:], b[off:])
+		n += k
+		off = 0
+		if n == len(p) {
+			break
+		}
+	}
+	return n
+}
+
+// truncate cuts the bytes to size (<= c.size).
+func (c *chunks) truncate(size int) {
+	c.size = size
+	for i, b := range c.list {
+		if size <= len(b) {
+			c.list[i] = b[:size]
+			clear(c.list[i+1:])
+			c.list = c.list[:i+1]
+			if size == 0 {
+				c.list = c.list[:i]
+			}
+			return
+		}
+		size -= len(b)
+	}
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 // TestCreateKeepsFirstBytesUntilPrepare checks a log made by Create with
 // write-behind on: its appends stay in memory (readable, no directory
-// made) and OnPending is called once, on the first append; Prepare then
+// made) and OnPending is called once, when they reach pendNotify; Prepare then
 // makes the directory and segment holding them; a Sync and a reopen keep
 // them.
 func TestCreateKeepsFirstBytesUntilPrepare(t *testing.T) {
@@ -29,11 +30,17 @@ func TestCreateKeepsFirstBytesUntilPrepare(t *testing.T) {
 		t.Fatal("a created log reports its file made before any write")
 	}
 	a := newAppender(t, l)
-	for i := range 20 { // 20 × ~1.1 KiB: past the 4 KiB tail, within pendMax
+	for i := range 20 { // 20 × ~1.1 KiB: past the 4 KiB tail, within pendNotify
+		a.add(1, 1000, int64(i))
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("OnPending called %d times for %d bytes, want 0 below %d", n, len(a.data), pendNotify)
+	}
+	for i := 20; len(a.data) < pendNotify+8<<10; i++ {
 		a.add(1, 1000, int64(i))
 	}
 	if n := calls.Load(); n != 1 {
-		t.Fatalf("OnPending called %d times, want 1", n)
+		t.Fatalf("OnPending called %d times for %d bytes, want 1", n, len(a.data))
 	}
 	if _, err := fs.Stat("/t/0"); err == nil {
 		t.Fatal("the log's directory was made by an append; want it made by Prepare")
@@ -226,5 +233,118 @@ func TestDeleteRecordsBeforeFileMade(t *testing.T) {
 	defer r.Close()
 	if r.StartOffset() != 2 || r.NextOffset() != 4 {
 		t.Fatalf("reopened: start %d next %d, want 2 and 4", r.StartOffset(), r.NextOffset())
+	}
+}
+
+// TestPendingBudget: logs sharing a PendingBudget ask for their files
+// (OnPending) once together they keep more than it, and past twice the
+// budget a write makes its log's file instead of keeping the bytes; the
+// bytes kept are released when the files are made or the log closed.
+func TestPendingBudget(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+		t.Fatal(err)
+	}
+	budget := NewPendingBudget(64 << 10)
+	var calls [4]atomic.Int32
+	logs := make([]*Log, 4)
+	apps := make([]*appender, 4)
+	for i := range logs {
+		cfg := Config{WriteBehind: 4 << 10, Pending: budget, OnPending: func() { calls[i].Add(1) }}
+		l, err := Create(fs, fmt.Sprintf("/t/%d", i), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		logs[i], apps[i] = l, newAppender(t, l)
+	}
+	// 20 KiB each into three logs: 60 KiB kept, within the budget.
+	for i := range 3 {
+		for j := 0; len(apps[i].data) < 20<<10; j++ {
+			apps[i].add(1, 1000, int64(j))
+		}
+		if n := calls[i].Load(); n != 0 {
+			t.Fatalf("log %d: OnPending called %d times within the budget", i, n)
+		}
+		if err := logs[i].Sync(); err != nil { // makes the log's file
+			t.Fatal(err)
+		}
+	}
+	if used := budget.Used(); used != 0 {
+		t.Fatalf("%d bytes counted after every written log's file was made, want 0", used)
+	}
+	for i := range 3 {
+		if logs[i].Pending() {
+			t.Fatalf("log %d pending after Sync", i)
+		}
+		if n := calls[i].Load(); n != 0 {
+			t.Fatalf("log %d: OnPending called %d times within the budget", i, n)
+		}
+	}
+	// The fourth log alone: past the budget it asks for its file; past
+	// twice the budget it makes the file itself on the write.
+	l, a := logs[3], apps[3]
+	for j := 0; len(a.data) < 64<<10+8<<10; j++ {
+		a.add(1, 1000, int64(j))
+	}
+	if n := calls[3].Load(); n != 1 {
+		t.Fatalf("OnPending called %d times past the budget (%d kept), want 1", n, budget.Used())
+	}
+	if !l.Pending() {
+		t.Fatal("file made before twice the budget")
+	}
+	for j := 1000; len(a.data) < 128<<10+8<<10; j++ {
+		a.add(1, 1000, int64(j))
+	}
+	if l.Pending() {
+		t.Fatalf("still pending past twice the budget (%d kept)", budget.Used())
+	}
+	if used := budget.Used(); used != 0 {
+		t.Fatalf("%d bytes counted after the file was made, want 0", used)
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+		t.Fatalf("read %d bytes, want the %d appended", len(got), len(a.data))
+	}
+}
+
+// TestChunks: a new log's bytes held in pieces read back as written,
+// across piece boundaries, after truncation and further writes.
+func TestChunks(t *testing.T) {
+	var c chunks
+	var want []byte
+	write := func(n int) {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(len(want) + i*7)
+		}
+		c.write(p)
+		want = append(want, p...)
+	}
+	check := func() {
+		t.Helper()
+		if c.size != len(want) {
+			t.Fatalf("size %d, want %d", c.size, len(want))
+		}
+		for _, off := range []int{0, 1, chunkSize - 1, chunkSize, len(want) / 2, len(want) - 1} {
+			if off < 0 || off >= len(want) {
+				continue
+			}
+			got := make([]byte, len(want)-off+10)
+			n := c.readAt(got, int64(off))
+			if !bytes.Equal(got[:n], want[off:]) {
+				t.Fatalf("readAt(%d): %d bytes, want the %d from there", off, n, len(want)-off)
+			}
+		}
+	}
+	write(16 << 10)
+	write(chunkSize) // across the first boundary
+	write(3*chunkSize + 5)
+	check()
+	for _, size := range []int{2*chunkSize + 3, 2 * chunkSize, chunkSize + 1, 0} {
+		c.truncate(size)
+		want = want[:size]
+		check()
+		write(chunkSize/2 + 1)
+		check()
 	}
 }

@@ -211,9 +211,6 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	if int64(len(buf)) > maxSegmentBytes {
 		return fmt.Errorf("%w: %d bytes is more than a segment can hold", ErrBadAppend, len(buf))
 	}
-	if l.lazy != nil && l.lazy.made() == nil {
-		l.lazy.notify() // the first write: its files are wanted (Config.OnPending)
-	}
 	next := l.writerActive().next
 	l.hdrs = l.hdrs[:0]
 	var at int64 // position of the next batch in buf

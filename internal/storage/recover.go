@@ -335,7 +335,7 @@ func Create(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	l := &Log{fs: fs, dir: dir, cfg: cfg}
 	l.lazy = &lazyFile{fs: fs, dir: dir, path: filepath.Join(dir, segmentName(0)+logSuffix)}
 	if cfg.WriteBehind > 0 {
-		l.lazy.pendMax, l.lazy.onPending = pendMax, cfg.OnPending
+		l.lazy.pendMax, l.lazy.onPending, l.lazy.budget = pendMax, cfg.OnPending, cfg.Pending
 	}
 	var f vfs.File = l.lazy
 	if cfg.WriteBehind > 0 {
