@@ -310,7 +310,7 @@ type chunks struct {
 	size int
 }
 
-const chunkSize = 64 << 10
+const chunkSize = 16 << 10
 
 // write appends p.
 func (c *chunks) write(p []byte) {

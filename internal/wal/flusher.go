@@ -401,7 +401,13 @@ func (w *WAL) writeDirect(a *seg, p []byte) error {
 	end := head + len(p)
 	n := (end + al - 1) &^ (al - 1)
 	if cap(w.dbuf) < n {
-		w.dbuf = vfs.AlignedBuffer(max(n, 64<<10))
+		// Small rounds keep a small buffer; the first large one makes it
+		// as large as a direct write gets, so that it is not grown again.
+		size := 64 << 10
+		if n > size {
+			size = max(n, directMax+al)
+		}
+		w.dbuf = vfs.AlignedBuffer(size)
 	}
 	d := w.dbuf[:n]
 	copy(d, a.part)

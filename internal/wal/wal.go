@@ -244,7 +244,10 @@ func (w *WAL) Truncate(k Key, end int64) (Pos, error) {
 // Start prepares the first segment file (zeroed and synced, on the
 // preparer goroutine) now rather than at the first append, and waits
 // until it is ready, so that the first write after a start does not wait
-// for it. Idempotent; a closed WAL does nothing.
+// for it. It also gives the WAL its two round buffers (startBufBytes
+// each, their memory touched), so that the first rounds of a fresh
+// process neither grow them by copying nor fault their pages in on the
+// request path. Idempotent; a closed WAL does nothing.
 func (w *WAL) Start() {
 	w.mu.Lock()
 	if w.closed {
@@ -253,6 +256,13 @@ func (w *WAL) Start() {
 	}
 	if !w.prepping {
 		w.startLocked()
+	}
+	if w.running == nil && cap(w.buf) < startBufBytes && cap(w.spare) < startBufBytes {
+		buf, spare := make([]byte, startBufBytes), make([]byte, startBufBytes)
+		clear(buf) // touched: the pages are the process's from now on
+		clear(spare)
+		w.buf = append(buf[:0], w.buf...)
+		w.spare = spare[:0]
 	}
 	w.mu.Unlock()
 	select {
@@ -268,6 +278,10 @@ func (w *WAL) startLocked() {
 	go w.prepare(w.firstSeq)
 	go w.flusher()
 }
+
+// startBufBytes is the size Start gives each round buffer: rounds of a
+// throughput workload over many partitions carry a few MiB.
+const startBufBytes = 4 << 20
 
 func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 	size := entryHead + len(data)

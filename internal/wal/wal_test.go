@@ -713,3 +713,42 @@ func TestReplayExplainsDroppedEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestStartGivesRoundBuffers: Start gives the WAL its two round buffers
+// at full size, so that rounds up to startBufBytes grow neither; an
+// entry appended before Start is kept.
+func TestStartGivesRoundBuffers(t *testing.T) {
+	w, _ := open(t, vfs.NewMem(), 64<<20)
+	defer w.Close()
+	h := w.For(Key{Topic: [16]byte{1}, Partition: 0})
+	pos, err := h.Append(0, 1, batches(0, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Start()
+	w.mu.Lock()
+	buf, spare := cap(w.buf), cap(w.spare)
+	w.mu.Unlock()
+	if buf < startBufBytes || spare < startBufBytes {
+		t.Fatalf("round buffers of %d and %d bytes after Start, want %d", buf, spare, startBufBytes)
+	}
+	big := batches(1, 2000, 0) // about 180 KiB per append
+	next := int64(1)
+	for range 8 {
+		end := next + 2000
+		if _, err := h.Append(next, end, big); err != nil {
+			t.Fatal(err)
+		}
+		next = end
+		big = batches(next, 2000, next)
+	}
+	w.mu.Lock()
+	grown := cap(w.buf) != buf && cap(w.buf) != spare
+	w.mu.Unlock()
+	if grown {
+		t.Fatal("a round buffer was reallocated for rounds within startBufBytes")
+	}
+	if err := w.Sync(Pos(pos)); err != nil {
+		t.Fatalf("the entry appended before Start: %v", err)
+	}
+}
