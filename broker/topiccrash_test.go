@@ -315,7 +315,8 @@ func TestPendingPartitionsCheckpointed(t *testing.T) {
 	}
 	c := dialRaw(t, b.Addr())
 	defer c.nc.Close()
-	small := storagetest.Build(storagetest.Spec{Records: 3, ValueSize: 100, Timestamp: 1000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	// About 20 KiB each: past the write-behind tail, kept in memory.
+	small := storagetest.Build(storagetest.Spec{Records: 20, ValueSize: 1000, Timestamp: 1000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
 	for i := range int32(parts) {
 		if code, msg := produceTo(c, "t", i, small); code != 0 {
 			t.Fatalf("produce to %d: %v %s", i, kerr.ErrorForCode(code), msg)
@@ -323,8 +324,11 @@ func TestPendingPartitionsCheckpointed(t *testing.T) {
 	}
 	for i := range parts {
 		if !b.partition("t", int32(i)).Pending() {
-			t.Fatalf("partition %d made its files for 3 records", i)
+			t.Fatalf("partition %d made its files for %d bytes", i, len(small))
 		}
+	}
+	if used := b.pendBudget.Used(); used < parts*segmentWriteBehind {
+		t.Fatalf("%d bytes counted as kept in memory, want at least %d", used, parts*segmentWriteBehind)
 	}
 	walFiles := func() int {
 		names, err := fs.ReadDir("/data/wal")
@@ -357,6 +361,9 @@ func TestPendingPartitionsCheckpointed(t *testing.T) {
 			t.Fatalf("%d of %d partitions made their files; WAL files %d, most %d", made, parts, walFiles(), most)
 		}
 	}
+	if used := b.pendBudget.Used(); used != 0 {
+		t.Fatalf("%d bytes counted as kept in memory after every partition made its files", used)
+	}
 	crashed := fs.CrashClone(vfs.CrashOptions{})
 	for i := range parts { // synced into their own files, not only in the WAL
 		fi, err := crashed.Stat(fmt.Sprintf("/data/topics/t/%d/00000000000000000000.log", i))
@@ -371,8 +378,8 @@ func TestPendingPartitionsCheckpointed(t *testing.T) {
 	defer rb.Close()
 	got := readAll(t, rb.Addr(), "t")
 	for i := range int32(parts) {
-		if len(got[i]) != 3 {
-			t.Fatalf("partition %d holds %d records after the power cut, want 3", i, len(got[i]))
+		if len(got[i]) != 20 {
+			t.Fatalf("partition %d holds %d records after the power cut, want 20", i, len(got[i]))
 		}
 	}
 }
