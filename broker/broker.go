@@ -146,6 +146,7 @@ type Broker struct {
 	// pendBudget bounds the bytes new partitions keep in memory before
 	// their files are made (storage.PendingBudget).
 	pendBudget  *storage.PendingBudget
+	dirSyncs    *storage.DirSyncs // new partitions' first directory syncs, batched
 	makeMu      sync.Mutex
 	makeQueue   []*partition.Partition
 	makeRunning bool
@@ -210,6 +211,7 @@ func New(opts ...Opt) (*Broker, error) {
 	b := &Broker{
 		cfg:         c,
 		pendBudget:  storage.NewPendingBudget(pendingBudget),
+		dirSyncs:    storage.NewDirSyncs(c.fs),
 		loggers:     loggers,
 		layout:      meta.Layout{Root: c.dataDir},
 		fs:          c.fs,

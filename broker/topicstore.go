@@ -161,6 +161,7 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 		pt = new(pendingTarget)
 		scfg.OnPending = func() { b.pendingWrite(pt) }
 		scfg.Pending = b.pendBudget
+		scfg.DirSyncs = b.dirSyncs
 	}
 	key := wal.Key{Topic: t.id, Partition: i}
 	var pwal acceptor.WAL

@@ -44,7 +44,10 @@ type Config struct {
 	// Pending, if set, is the memory budget shared by the logs kept in
 	// memory before their files are made (PendingBudget).
 	Pending *PendingBudget
-	Now     func() time.Time
+	// DirSyncs, if set, batches the directory syncs of the first Sync of
+	// logs made by Create with those of other logs sharing it.
+	DirSyncs *DirSyncs
+	Now      func() time.Time
 	// RetainFrom, if set, returns an offset retention must keep: a
 	// segment is removed only when every offset in it is below
 	// RetainFrom() (the partition's last stable offset, so that an open

@@ -413,8 +413,17 @@ func (l *Log) DirsSynced() {
 }
 
 // syncDir syncs the log's directory and, the first time for a log made
-// by Create (dirPending), the directory's entry in its parent.
+// by Create (dirPending), the directory's entry in its parent: with
+// Config.DirSyncs, the two in a round shared with other logs' first
+// Syncs.
 func (l *Log) syncDir() error {
+	if d := l.cfg.DirSyncs; d != nil && l.dirPending.Load() {
+		if err := d.sync(l.dir, filepath.Dir(l.dir)); err != nil {
+			return fmt.Errorf("sync directories %s and its parent: %w", l.dir, err)
+		}
+		l.dirPending.Store(false)
+		return nil
+	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("sync directory %s: %w", l.dir, err)
 	}
