@@ -44,7 +44,9 @@ type lazyFile struct {
 
 	f atomic.Pointer[vfs.File] // set once the file is made; read without mu
 
-	notified atomic.Bool // onPending was called
+	notified atomic.Bool  // onPending was called
+	kept     atomic.Int64 // pend.size, for the budget's reads without mu
+	gone     atomic.Bool  // closed
 
 	mu     sync.Mutex // guards the making of the directory and file, pend, held and closed
 	pend   chunks     // bytes [0, pend.size) written before the file was made
@@ -66,12 +68,18 @@ const (
 
 // PendingBudget bounds the bytes that the logs sharing it (Config.Pending:
 // the partitions of one broker) keep in memory before their files are
-// made. Past the budget each log that keeps more asks for its file
-// (Config.OnPending); past twice the budget a log makes its file on the
-// write instead of keeping the bytes.
+// made. Past the budget the logs that started keeping bytes first ask
+// for their files (Config.OnPending), oldest first, until what is left
+// would be half the budget: a partition written once and then left
+// alone does not hold memory that a newer one could use. Past twice the
+// budget a log makes its file on the write instead of keeping the bytes.
 type PendingBudget struct {
 	max  int64
 	used atomic.Int64
+
+	mu        sync.Mutex  // guards order and compactAt
+	order     []*lazyFile // logs keeping bytes, in the order they started; some since made or closed
+	compactAt int         // len(order) at which started drops those
 }
 
 // NewPendingBudget returns a budget of max bytes.
@@ -97,6 +105,61 @@ func (b *PendingBudget) add(n int) int64 {
 // budget.
 func (b *PendingBudget) full(n int) bool {
 	return b != nil && b.used.Load()+int64(n) > 2*b.max
+}
+
+// started records z, which has just kept its first bytes. The logs
+// since made or closed are dropped from the order whenever it has
+// doubled, so that it follows the logs keeping bytes.
+func (b *PendingBudget) started(z *lazyFile) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.order) >= b.compactAt {
+		live := b.order[:0]
+		for _, o := range b.order {
+			if o.f.Load() == nil && !o.gone.Load() {
+				live = append(live, o)
+			}
+		}
+		clear(b.order[len(live):])
+		b.order = live
+		b.compactAt = max(64, 2*len(live))
+	}
+	b.order = append(b.order, z)
+}
+
+// spend asks the oldest logs keeping bytes for their files (their
+// onPending, once each) until the bytes left would be half the budget.
+// It is called with no log's mu held.
+func (b *PendingBudget) spend() {
+	if b == nil || b.used.Load() <= b.max {
+		return
+	}
+	var ask []*lazyFile
+	b.mu.Lock()
+	left := b.used.Load()
+	live := b.order[:0] // the logs still keeping bytes, in order
+	for i, z := range b.order {
+		if left <= b.max/2 {
+			live = append(live, b.order[i:]...)
+			break
+		}
+		if z.f.Load() != nil || z.gone.Load() {
+			continue
+		}
+		live = append(live, z)
+		// Asked before (its file on its way) or asked now: its bytes
+		// will be released.
+		left -= z.kept.Load()
+		if !z.notified.Load() {
+			ask = append(ask, z)
+		}
+	}
+	clear(b.order[len(live):])
+	b.order = live
+	b.mu.Unlock()
+	for _, z := range ask {
+		z.notify()
+	}
 }
 
 // file returns the file, making it (and its directory) first if needed.
@@ -139,6 +202,7 @@ func (z *lazyFile) file() (vfs.File, error) {
 	z.f.Store(&f)
 	z.budget.add(-z.pend.size)
 	z.pend = chunks{}
+	z.kept.Store(0)
 	return f, nil
 }
 
@@ -162,9 +226,13 @@ func (z *lazyFile) keep(p []byte, off int64) (kept, want bool, err error) {
 	if z.closed {
 		return false, false, os.ErrClosed
 	}
+	if z.pend.size == 0 && z.budget != nil {
+		z.budget.started(z)
+	}
 	z.pend.write(p)
-	used := z.budget.add(len(p))
-	return true, z.pend.size >= pendNotify || (z.budget != nil && used > z.budget.max), nil
+	z.kept.Store(int64(z.pend.size))
+	z.budget.add(len(p))
+	return true, z.pend.size >= pendNotify, nil
 }
 
 // write is WriteAt, keeping p in memory when it can.
@@ -178,6 +246,7 @@ func (z *lazyFile) write(p []byte, off int64) (int, error) {
 			if want {
 				z.notify()
 			}
+			z.budget.spend()
 			return len(p), nil
 		}
 	}
@@ -275,6 +344,7 @@ func (z *lazyFile) Truncate(size int64) error {
 		if z.f.Load() == nil && size <= int64(z.pend.size) {
 			z.budget.add(int(size) - z.pend.size)
 			z.pend.truncate(int(size))
+			z.kept.Store(int64(z.pend.size))
 			z.mu.Unlock()
 			return nil
 		}
@@ -293,8 +363,10 @@ func (z *lazyFile) Truncate(size int64) error {
 func (z *lazyFile) Close() error {
 	z.mu.Lock()
 	z.closed = true
+	z.gone.Store(true)
 	z.budget.add(-z.pend.size)
 	z.pend = chunks{}
+	z.kept.Store(0)
 	z.mu.Unlock()
 	if f := z.made(); f != nil {
 		return f.Close()

@@ -348,3 +348,77 @@ func TestChunks(t *testing.T) {
 		check()
 	}
 }
+
+// TestPendingBudgetOldestFirst: past the budget, the logs that started
+// keeping bytes first are asked for their files, until what is left
+// would be half the budget; the log being written is not asked while
+// older ones cover it.
+func TestPendingBudgetOldestFirst(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+		t.Fatal(err)
+	}
+	budget := NewPendingBudget(96 << 10)
+	var calls [3]atomic.Int32
+	apps := make([]*appender, 3)
+	for i := range apps {
+		cfg := Config{WriteBehind: 4 << 10, Pending: budget, OnPending: func() { calls[i].Add(1) }}
+		l, err := Create(fs, fmt.Sprintf("/t/%d", i), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		apps[i] = newAppender(t, l)
+	}
+	fill := func(i, upTo int) {
+		for j := len(apps[i].sizes); len(apps[i].data) < upTo; j++ {
+			apps[i].add(1, 1000, int64(j))
+		}
+	}
+	fill(0, 40<<10) // the oldest
+	fill(1, 40<<10)
+	for i := range calls {
+		if n := calls[i].Load(); n != 0 {
+			t.Fatalf("log %d asked for its file within the budget (%d kept)", i, budget.Used())
+		}
+	}
+	fill(2, 30<<10) // past 96 KiB: the two oldest cover the way back to half
+	if calls[0].Load() != 1 || calls[1].Load() != 1 || calls[2].Load() != 0 {
+		t.Fatalf("asked for their files: %d, %d, %d times; want the two oldest once each and not the newest",
+			calls[0].Load(), calls[1].Load(), calls[2].Load())
+	}
+}
+
+// TestPendingBudgetOrderBounded: the budget's order of logs keeping
+// bytes drops those whose files were made, so that it does not grow with
+// every log ever written (topics created and deleted over a broker's
+// life).
+func TestPendingBudgetOrderBounded(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := vfs.MkdirAllDurable(fs, "/t"); err != nil {
+		t.Fatal(err)
+	}
+	budget := NewPendingBudget(64 << 20)
+	for i := range 1000 {
+		l, err := Create(fs, fmt.Sprintf("/t/%d", i), Config{WriteBehind: 4 << 10, Pending: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := newAppender(t, l)
+		for j := 0; len(a.data) < 8<<10; j++ {
+			a.add(1, 1000, int64(j))
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	budget.mu.Lock()
+	n := len(budget.order)
+	budget.mu.Unlock()
+	if n > 128 {
+		t.Fatalf("the budget orders %d logs after 1000 were written and closed, want at most 128", n)
+	}
+	if used := budget.Used(); used != 0 {
+		t.Fatalf("%d bytes counted after every log closed", used)
+	}
+}
