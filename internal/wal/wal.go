@@ -324,6 +324,14 @@ func (w *WAL) Sync(pos Pos) error {
 	}
 }
 
+// Idle reports whether no round is running: a Sync now leads one at
+// once rather than waiting for the running one first.
+func (w *WAL) Idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running == nil
+}
+
 // SyncAsync registers done to be called, once, with what Sync(pos)
 // would return, without waiting: the flusher goroutine leads rounds for
 // registered positions and calls done on its own goroutine once a round
