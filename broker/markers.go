@@ -56,7 +56,15 @@ func (b *Broker) writeMarkers(pid int64, epoch int16, commit bool, parts []txn.T
 		if p == nil {
 			continue
 		}
-		pen, err := p.EnqueueMarker(pid, epoch, commit, batchEpoch, coordinatorEpoch, ts)
+		enqueue := p.EnqueueMarker
+		if len(parts) == 1 {
+			// Waited for at once: written and synced here when the
+			// partition is idle, rather than handed to the WAL's
+			// flusher and waited for (markers of several partitions
+			// are queued together, their syncs in parallel).
+			enqueue = p.EnqueueMarkerInline
+		}
+		pen, err := enqueue(pid, epoch, commit, batchEpoch, coordinatorEpoch, ts)
 		if err != nil {
 			errs = append(errs, err)
 			continue

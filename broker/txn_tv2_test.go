@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -187,5 +189,70 @@ func TestAddPartitionsToTxnV4(t *testing.T) {
 	}
 	if st := coord.Describe([]string{id})[0]; len(st.Partitions) != 1 {
 		t.Fatalf("verify added partitions: %+v", st.Partitions)
+	}
+}
+
+// TestLoneMarkerSyncedOnReadLoop: the COMMIT marker of a transaction
+// over one partition, whose EndTxn waits for it at once, is written and
+// made durable on the connection's read loop, which leads the WAL round
+// (partition.EnqueueMarkerInline) instead of handing it to the WAL's
+// flusher, when the partition's goroutine and the WAL are idle; the
+// markers of a transaction over two partitions are queued together as
+// before. Transactional batches never are (their check takes the
+// coordinator's locks), so the inline-synced count is the markers'.
+func TestLoneMarkerSyncedOnReadLoop(t *testing.T) {
+	tb := startTest(t)
+	const topic = "lone-marker"
+	if err := tb.b.CreateTopic(t.Context(), topic, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	synced := func() int {
+		t.Helper()
+		var d dto.Metric
+		if err := tb.b.accM.InlineSynced.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return int(d.GetCounter().GetValue())
+	}
+	cl := tb.client(kgo.TransactionalID("lone-marker"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	ctx := txnCtx(t)
+	txnOver := func(i int, parts ...int32) {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "v%d-%d", i, p)}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+	}
+	txnOver(-1, 0, 1) // the producer's id, the coordinator's log, both partitions' first writes
+	const n = 30
+	before := synced()
+	for i := range n {
+		txnOver(i, 0)
+	}
+	// A marker finding the partition's goroutine busy (kicked for its
+	// idle work after a round) or a round running is queued as before.
+	lone := synced() - before
+	if lone < n/2 || lone > n {
+		t.Fatalf("%d of %d lone markers written and synced on the read loop", lone, n)
+	}
+	before = synced()
+	for i := range 10 {
+		txnOver(n+i, 0, 1)
+	}
+	if got := synced() - before; got != 0 {
+		t.Fatalf("%d markers of two-partition transactions synced on the read loop", got)
+	}
+	last := fmt.Sprintf("v%d-0", n-1)
+	got := readUntil(t, tb, topic, true, last)
+	if len(got) < n {
+		t.Fatalf("read_committed got %d records up to %s", len(got), last)
 	}
 }

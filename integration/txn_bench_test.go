@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,20 @@ func TestBenchBrokerChild(t *testing.T) {
 		}
 		defer f.Close()
 		defer pprof.StopCPUProfile()
+	}
+	// SLUICE_BENCH_BROKER_TRACE names a file for the child's execution
+	// trace (runtime/trace), for `go tool trace -pprof=sched` and the like.
+	if name := os.Getenv(benchChildEnv + "_TRACE"); name != "" {
+		f, err := os.Create(name)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer trace.Stop()
 	}
 	fmt.Println("listening", addr)
 	ch := make(chan os.Signal, 1)

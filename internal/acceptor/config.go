@@ -117,6 +117,9 @@ type WAL interface {
 	// log's) entries wait for the next one: its cycles then fsync the
 	// segment directly (always safe), until others write again.
 	Alone() bool
+	// Idle reports whether no WAL round is running: a round led now
+	// starts at once instead of behind the running one.
+	Idle() bool
 	// Behind reports whether the WAL wants this partition to
 	// checkpoint now (it holds old segments with its entries).
 	Behind() bool

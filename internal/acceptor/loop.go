@@ -652,12 +652,16 @@ func (r *runState) inlineOK(n int) bool {
 // inlineSyncOK reports whether a durable append may be written and
 // fsynced on its caller's goroutine (Acceptor.appendSyncInline): the
 // partition is healthy and fsyncs its own segment under FsyncAlways (no
-// WAL, or it writes alone), nothing is being coalesced or synced, and
+// WAL, or it writes alone; or the append asks to lead the WAL round,
+// Request.LeadWAL, stays small and no round is running: under load the
+// partition's run state is not held through a round another leads),
+// nothing is being coalesced or synced, and
 // appends come one at a time (no overlap: the run goroutine would sync
 // inline too).
 func (r *runState) inlineSyncOK(w *waiter) bool {
 	return w.durable && r.cfg.Fsync == FsyncAlways && r.failed == nil && len(r.pending) == 0 &&
-		!r.cfg.NoCoalesce && !r.syncing && !r.overlap && !r.direct && (r.cfg.WAL == nil || r.alone())
+		!r.cfg.NoCoalesce && !r.syncing && !r.overlap && !r.direct &&
+		(r.cfg.WAL == nil || r.alone() || w.req.LeadWAL && r.syncBytes+len(w.req.Batches) <= r.cfg.WALMaxCycle && r.cfg.WAL.Idle())
 }
 
 // walSynced ends an asynchronous WAL sync (startAsync), on the WAL's

@@ -75,6 +75,14 @@ type Request struct {
 	// flight), else the appends it would have queued during the fsync
 	// miss it.
 	SyncInline bool
+	// LeadWAL extends SyncInline to a partition whose small appends go
+	// to the shared WAL (it does not write alone): the caller's goroutine
+	// writes the append and leads, or waits for, the WAL round that
+	// covers it, as the idle run goroutine would have, instead of handing
+	// the sync to the WAL's flusher and waiting to be woken. For a caller
+	// that waits for this one append before anything else (EndTxn's lone
+	// marker): Enqueue returns after the round.
+	LeadWAL bool
 }
 
 // Result is what Append reports.

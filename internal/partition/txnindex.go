@@ -252,8 +252,21 @@ func (t *producerTable) epochOf(pid int64) (int16, bool) {
 // met by recovery finishing the older one); otherwise the transaction is
 // closed and the producer's epoch raised to the marker's.
 func (p *Partition) EnqueueMarker(pid int64, epoch int16, commit bool, batchEpoch int16, coordEpoch int32, ts int64) (acceptor.Pending, error) {
+	return p.enqueueMarker(pid, epoch, commit, batchEpoch, coordEpoch, ts, false)
+}
+
+// EnqueueMarkerInline is EnqueueMarker for a caller that waits for this
+// marker before anything else (a transaction's only marker): when the
+// partition's goroutine is idle, the marker is written and made durable
+// on the caller's goroutine, which leads the WAL round itself
+// (acceptor.Request.SyncInline and LeadWAL), and Enqueue returns after it.
+func (p *Partition) EnqueueMarkerInline(pid int64, epoch int16, commit bool, batchEpoch int16, coordEpoch int32, ts int64) (acceptor.Pending, error) {
+	return p.enqueueMarker(pid, epoch, commit, batchEpoch, coordEpoch, ts, true)
+}
+
+func (p *Partition) enqueueMarker(pid int64, epoch int16, commit bool, batchEpoch int16, coordEpoch int32, ts int64, inline bool) (acceptor.Pending, error) {
 	m := encodeMarker(pid, epoch, commit, coordEpoch, ts)
-	req := &acceptor.Request{Batches: m, Records: 1, Durable: true}
+	req := &acceptor.Request{Batches: m, Records: 1, Durable: true, SyncInline: inline, LeadWAL: inline}
 	req.Check = func(base int64) (int64, bool, error) {
 		if cur, ok := p.pids.epochOf(pid); ok && cur > batchEpoch && p.txns.openFirst(pid) >= 0 {
 			return -1, true, nil

@@ -166,3 +166,17 @@ func SyncHeld(f File) error {
 	}
 	return f.Sync()
 }
+
+// WriteAtHeld is f.WriteAt for a write that blocks until the device has
+// the bytes (a file opened with DirectOpener) and that its caller runs
+// one at a time on the latency path (the shared write-ahead log's
+// round): for a file of the OS filesystem on Linux the write keeps the
+// calling goroutine's processor, as SyncHeld's fdatasync does, instead
+// of entering a blocking system call. Other files write as f.WriteAt
+// does.
+func WriteAtHeld(f File, p []byte, off int64) (int, error) {
+	if o, ok := f.(osFile); ok {
+		return writeAtHeld(o.f, p, off)
+	}
+	return f.WriteAt(p, off)
+}

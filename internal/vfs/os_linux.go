@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,6 +49,42 @@ func fdatasync(f *os.File, held bool) error {
 		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
 	}
 	return nil
+}
+
+// writeAtHeld is f.WriteAt made as raw system calls (pwrite64),
+// retrying on EINTR and after short writes: the calling goroutine keeps
+// its processor for as long as the write blocks, as datasyncHeld does
+// for the fdatasync. Only worth it for a write that waits for the
+// device (O_DIRECT).
+func writeAtHeld(f *os.File, p []byte, off int64) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for n < len(p) {
+			w, _, e := unix.RawSyscall6(unix.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n), uintptr(off+int64(n)), 0, 0)
+			switch {
+			case e == unix.EINTR:
+				continue
+			case e != 0:
+				serr = e
+				return
+			case w == 0:
+				serr = io.ErrShortWrite
+				return
+			}
+			n += int(w)
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if serr != nil {
+		return n, &os.PathError{Op: "write", Path: f.Name(), Err: serr}
+	}
+	return n, nil
 }
 
 // syncDirs makes the entries of dirs, all on one filesystem, durable

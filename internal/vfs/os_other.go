@@ -14,6 +14,9 @@ func datasync(f *os.File) error { return f.Sync() }
 // datasyncHeld is datasync.
 func datasyncHeld(f *os.File) error { return datasync(f) }
 
+// writeAtHeld is f.WriteAt.
+func writeAtHeld(f *os.File, p []byte, off int64) (int, error) { return f.WriteAt(p, off) }
+
 // syncDirs syncs each of dirs.
 func syncDirs(dirs []string) error {
 	for _, d := range dirs {

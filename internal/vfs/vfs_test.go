@@ -448,3 +448,72 @@ func TestSyncHeld(t *testing.T) {
 		t.Fatalf("second SyncHeld on a memory file: %v", err)
 	}
 }
+
+// TestWriteAtHeld: WriteAtHeld writes an OS file at the offset (and
+// fails on a closed one), through O_DIRECT too where the filesystem
+// allows it, and passes any other file's WriteAt through.
+func TestWriteAtHeld(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "x")
+	f, err := OS().Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := WriteAtHeld(f, []byte("held write"), 3); n != 10 || err != nil {
+		t.Fatalf("WriteAtHeld on an OS file: %d, %v", n, err)
+	}
+	got := make([]byte, 13)
+	if _, err := f.ReadAt(got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "\x00\x00\x00held write" {
+		t.Fatalf("file holds %q", got)
+	}
+	f.Close()
+	if _, err := WriteAtHeld(f, []byte("x"), 0); err == nil {
+		t.Fatal("WriteAtHeld on a closed OS file succeeded")
+	}
+
+	if do, ok := OS().(DirectOpener); ok {
+		if err := WriteFileAtomic(OS(), name, make([]byte, 2*DirectAlign)); err != nil {
+			t.Fatal(err)
+		}
+		d, err := do.OpenDirect(name)
+		switch {
+		case errors.Is(err, ErrNoDirect):
+			t.Logf("no direct writes in %s: %v", dir, err)
+		case err != nil:
+			t.Fatal(err)
+		default:
+			b := AlignedBuffer(DirectAlign)
+			for i := range b {
+				b[i] = byte(i)
+			}
+			if n, err := WriteAtHeld(d, b, DirectAlign); n != len(b) || err != nil {
+				t.Fatalf("WriteAtHeld on a direct file: %d, %v", n, err)
+			}
+			d.Close()
+			data, err := os.ReadFile(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data[DirectAlign:], b) || !bytes.Equal(data[:DirectAlign], make([]byte, DirectAlign)) {
+				t.Fatal("the direct write did not land at its offset")
+			}
+		}
+	}
+
+	m := NewMem()
+	MkdirAllDurable(m, "/d")
+	m.Inject(FailNth(OpWrite, 1, syscall.EIO, false))
+	mf, err := m.Create("/d/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteAtHeld(mf, []byte("a"), 0); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("WriteAtHeld on a memory file whose write fails: %v, want EIO", err)
+	}
+	if n, err := WriteAtHeld(mf, []byte("ab"), 0); n != 2 || err != nil {
+		t.Fatalf("second WriteAtHeld on a memory file: %d, %v", n, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -114,6 +115,12 @@ func TestDirectRounds(t *testing.T) {
 	if fs.writes.Load() < 60 {
 		t.Fatalf("%d direct writes for 60 rounds", fs.writes.Load())
 	}
+	// The rounds are small: their direct writes hold their processor
+	// (all of them, unless a write or fdatasync was slow), never
+	// without a second processor, never more than were made.
+	if multi := runtime.GOMAXPROCS(0) >= 2; multi && st.HeldWrites < 1 || !multi && st.HeldWrites != 0 || st.HeldWrites > fs.writes.Load() {
+		t.Fatalf("%d of %d direct writes held their processor with GOMAXPROCS %d", st.HeldWrites, fs.writes.Load(), runtime.GOMAXPROCS(0))
+	}
 	if len(w.segs) < 3 {
 		t.Fatalf("the rounds filled %d segments; the test wants several", len(w.segs))
 	}
@@ -174,6 +181,9 @@ func TestDirectRoundsOnOSFiles(t *testing.T) {
 	st := w.Stats()
 	if st.FailedRounds != 0 || st.DirectRounds == 0 {
 		t.Fatalf("stats %+v, want direct rounds and none failed", st)
+	}
+	if multi := runtime.GOMAXPROCS(0) >= 2; multi && st.HeldWrites < 1 || !multi && st.HeldWrites != 0 {
+		t.Fatalf("stats %+v: %d direct writes held their processor with GOMAXPROCS %d", st, st.HeldWrites, runtime.GOMAXPROCS(0))
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

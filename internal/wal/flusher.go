@@ -97,7 +97,8 @@ func (w *WAL) lead() {
 	w.mu.Unlock()
 
 	began := time.Now()
-	w.held, w.buffered = false, false
+	w.held, w.buffered, w.heldW = false, false, 0
+	w.holdWrite = w.mayHold(len(buf), began)
 	err := w.flush(buf, metas)
 	took := time.Since(began)
 
@@ -121,6 +122,7 @@ func (w *WAL) lead() {
 		if w.held {
 			w.stats.HeldRounds++
 		}
+		w.stats.HeldWrites += w.heldW
 		if !w.buffered {
 			w.stats.DirectRounds++
 		}
@@ -413,7 +415,20 @@ func (w *WAL) writeDirect(a *seg, p []byte) error {
 	copy(d, a.part)
 	copy(d[head:], p)
 	clear(d[end:])
-	if _, err := a.direct.WriteAt(d, base); err != nil {
+	if w.holdWrite {
+		// A direct write blocks until the device has the bytes, as the
+		// round's fdatasync does: a small round holds its processor
+		// through both (see syncRound), or the runtime would hand the
+		// processor to another thread and keep its monitor polling for
+		// the write alone. A slow one stops it as a slow fdatasync does.
+		began := time.Now()
+		_, err := vfs.WriteAtHeld(a.direct, d, base)
+		w.synced(began, time.Now())
+		if err != nil {
+			return err
+		}
+		w.heldW++
+	} else if _, err := a.direct.WriteAt(d, base); err != nil {
 		return err
 	}
 	a.part = append(a.part[:0], d[end&^(al-1):end]...)

@@ -52,6 +52,9 @@ func (h *Handle) Alone() bool {
 	return h.w.solo && h.w.soloKey == h.k
 }
 
+// Idle reports whether no round is running (see WAL.Idle).
+func (h *Handle) Idle() bool { return h.w.Idle() }
+
 // Behind reports whether the key should checkpoint now (see WAL.Behind).
 func (h *Handle) Behind() bool { return h.w.Behind(h.k) }
 

@@ -133,6 +133,8 @@ type WAL struct {
 	active    *seg      // segment being written; nil before the first round or after a failure
 	heldAfter time.Time // syncRound syncs with a blocking system call until then (a recent slow fdatasync)
 	held      bool      // the round's last fdatasync held its processor
+	holdWrite bool      // the round's direct writes hold their processor (see writeDirect)
+	heldW     int64     // direct writes of the round that held their processor
 	buffered  bool      // the round wrote entries through the page cache
 	lastErr   error
 	dbuf      []byte     // aligned buffer of direct writes (writeDirect)
@@ -336,6 +338,14 @@ func (w *WAL) Sync(pos Pos) error {
 	}
 }
 
+// Idle reports whether no round is running: a Sync now leads one at
+// once rather than waiting for the running one first.
+func (w *WAL) Idle() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running == nil
+}
+
 // SyncAsync registers done to be called, once, with what Sync(pos)
 // would return, without waiting: the flusher goroutine leads rounds for
 // registered positions and calls done on its own goroutine once a round
@@ -396,6 +406,7 @@ type Stats struct {
 	Rounds       int64         // rounds that wrote something
 	FailedRounds int64         // of those, rounds whose write or fsync failed
 	HeldRounds   int64         // of those, rounds whose fdatasync held its processor (see syncRound)
+	HeldWrites   int64         // direct writes of rounds that held their processor (see writeDirect)
 	DirectRounds int64         // of those, rounds whose entries were all written directly, past the page cache (see WAL.write)
 	Entries      int64         // entries written (appends and truncates)
 	Bytes        int64         // entry bytes written, headers included
