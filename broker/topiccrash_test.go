@@ -383,3 +383,55 @@ func TestPendingPartitionsCheckpointed(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedTopicReleasesWAL: a deleted topic's entries do not hold
+// back the WAL's segments (partition.Discard tells the WAL to forget
+// them): once the other partitions checkpoint, the segment that held the
+// deleted topic's entries is retired.
+func TestDeletedTopicReleasesWAL(t *testing.T) {
+	fs := vfs.NewMem()
+	b := newBroker(t, "/data", withFS(fs), withWALSegmentBytes(256<<10))
+	ctx := context.Background()
+	for _, name := range []string{"gone", "live"} {
+		if err := b.CreateTopic(ctx, name, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := dialRaw(t, b.Addr())
+	defer c.nc.Close()
+	rec := storagetest.Build(storagetest.Spec{Records: 8, ValueSize: 1000, Timestamp: 1000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	for i := range int32(2) {
+		if code, msg := produceTo(c, "gone", i, rec); code != 0 {
+			t.Fatalf("produce to gone: %v %s", kerr.ErrorForCode(code), msg)
+		}
+	}
+	segments := func() []string {
+		names, err := fs.ReadDir("/data/wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var segs []string
+		for _, n := range names {
+			if strings.HasSuffix(n, ".wal") {
+				segs = append(segs, n)
+			}
+		}
+		slices.Sort(segs)
+		return segs
+	}
+	first := segments()[0] // holds the deleted topic's entries
+	if err := b.deleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	// Two partitions of another topic, so that neither writes alone
+	// (past the WAL), until the WAL has moved past the first segment.
+	deadline := time.Now().Add(60 * time.Second)
+	for n := int32(0); slices.Contains(segments(), first); n++ {
+		if code, msg := produceTo(c, "live", n%2, rec); code != 0 {
+			t.Fatalf("produce to live: %v %s", kerr.ErrorForCode(code), msg)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("WAL segment %s, holding the deleted topic's entries, still kept among %d", first, len(segments()))
+		}
+	}
+}
