@@ -540,7 +540,15 @@ func (a *Acceptor) close(leaveSync bool) error {
 // stopUnstarted is Close for an acceptor whose run goroutine never
 // started: it marks it stopped as the run goroutine's shutdown would.
 func (a *Acceptor) stopUnstarted() {
+	a.markStopped()
+	close(a.done)
+}
+
+// markStopped records that the acceptor takes no more appends and wakes
+// HWChanged and HealthChanged waiters for good.
+func (a *Acceptor) markStopped() {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.stopped = true
 	if a.hwCh != nil {
 		close(a.hwCh)
@@ -550,8 +558,6 @@ func (a *Acceptor) stopUnstarted() {
 		close(a.healthCh)
 		a.healthCh = nil
 	}
-	a.mu.Unlock()
-	close(a.done)
 }
 
 // ForgetWAL tells the WAL, after Close, that the partition's log is

@@ -911,18 +911,7 @@ func (r *runState) shutdown() {
 	if healthy && r.failed != nil {
 		r.a.closeErr = r.failed
 	}
-	a := r.a
-	a.mu.Lock()
-	a.stopped = true
-	if a.hwCh != nil {
-		close(a.hwCh)
-		a.hwCh = nil
-	}
-	if a.healthCh != nil {
-		close(a.healthCh)
-		a.healthCh = nil
-	}
-	a.mu.Unlock()
+	r.a.markStopped()
 	if r.healTimer != nil {
 		r.healTimer.Stop()
 	}
