@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -164,5 +165,44 @@ func TestParallelProduce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFrameCacheSurvivesCollections: a returned frame is handed out
+// again after garbage collections (which may empty a sync.Pool), and the
+// cache keeps no more than frameCacheBytes: a frame past that goes to
+// the pools instead.
+func TestFrameCacheSurvivesCollections(t *testing.T) {
+	var s frameStack
+	const k = 4 // 1 MiB buffers
+	b := make([]byte, 0, 1<<(k+minFrameShift))
+	if !s.put(k, b) {
+		t.Fatal("an empty cache refused a 1 MiB frame")
+	}
+	runtime.GC()
+	runtime.GC()
+	if g := s.get(k); cap(g) != cap(b) || &g[:1][0] != &b[:1][0] {
+		t.Fatalf("after two collections the cache gave back a buffer of capacity %d, not the frame it was given", cap(g))
+	}
+	if g := s.get(k); g != nil {
+		t.Fatal("the cache gave the same frame twice")
+	}
+	kept := 0
+	for s.put(k, make([]byte, 0, 1<<(k+minFrameShift))) {
+		kept++
+	}
+	if want := frameCacheBytes >> (k + minFrameShift); kept != want {
+		t.Fatalf("the cache kept %d frames of 1 MiB, want %d (frameCacheBytes)", kept, want)
+	}
+	if s.bytes != frameCacheBytes {
+		t.Fatalf("cache holds %d bytes, want %d", s.bytes, frameCacheBytes)
+	}
+	for range kept {
+		if s.get(k) == nil {
+			t.Fatal("the cache lost a frame")
+		}
+	}
+	if s.bytes != 0 {
+		t.Fatalf("an emptied cache counts %d bytes", s.bytes)
 	}
 }
