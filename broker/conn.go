@@ -407,11 +407,11 @@ const quietProduces = 4
 // behind it. A single one is served inline in turn, as it would have
 // waited for that fsync anyway.
 //
-// Over TLS the answer is always no: crypto/tls keeps records it read
-// ahead in buffers of its own, where a pipelined request would go
-// unseen.
+// Over TLS, crypto/tls keeps records it read ahead in buffers of its
+// own, where a pipelined request would go unseen by c.r.Buffered: the
+// connection also asks crypto/tls for what it holds (tlsBuffered).
 func (c *conn) soloProduce() bool {
-	if c.tls || c.owed.Load() != 0 || c.r == nil || c.r.Buffered() != 0 {
+	if c.owed.Load() != 0 || c.r == nil || c.r.Buffered() != 0 || c.tls && c.tlsBuffered() {
 		c.quiet = 0
 		return false
 	}
@@ -421,6 +421,26 @@ func (c *conn) soloProduce() bool {
 	}
 	return true
 }
+
+// tlsBuffered reports whether crypto/tls holds bytes of a next request
+// already read from the socket: a read with a deadline already past
+// returns what it holds (decrypted into c.r, where the next read finds
+// it) without waiting for the socket, and a deadline's timeout leaves a
+// crypto/tls connection usable (it keeps a partial record for the next
+// read). The read deadline the connection had is put back. Only while
+// the connection is busy (reading or handling a request), when
+// interruptIfIdle does not move the deadline.
+func (c *conn) tlsBuffered() bool {
+	c.nc.SetReadDeadline(longAgo)
+	_, err := c.r.Peek(1)
+	c.mu.Lock()
+	c.nc.SetReadDeadline(c.readDL)
+	c.mu.Unlock()
+	return err == nil
+}
+
+// longAgo is a read deadline already past.
+var longAgo = time.Unix(1, 0)
 
 // send hands p to writeLoop; it blocks while maxInFlight responses are
 // pending.

@@ -1,7 +1,17 @@
 package broker
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/binary"
+	"math/big"
+	"net"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,6 +27,86 @@ import (
 // and both get their offsets in order.
 func TestSoloProduceInlineOnlyWithoutPipelining(t *testing.T) {
 	tb := startTest(t)
+	c := dialRaw(t, tb.addr)
+	testSoloProduce(t, tb, c, c.send)
+}
+
+// TestSoloProduceInlineOverTLS is the same gate over TLS, where
+// crypto/tls reads records ahead into buffers of its own: requests sent
+// one at a time are synced on the read loop, and requests pipelined in
+// TLS records of their own that reach the broker in one piece (the
+// broker's first read takes them all; crypto/tls hands over one record
+// at a time) are not.
+func TestSoloProduceInlineOverTLS(t *testing.T) {
+	cert := selfSigned(t)
+	tb := startTest(t, Listeners(Listener{Protocol: SSL, Addr: "127.0.0.1:0"}), TLSConfig(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	nc, err := net.Dial("tcp", tb.b.ListenerAddr(SSL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := &holdConn{Conn: nc}
+	tc := tls.Client(hold, &tls.Config{InsecureSkipVerify: true}) // the test's own certificate
+	t.Cleanup(func() { tc.Close() })
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	c := &rawConn{t: t, nc: tc}
+	testSoloProduce(t, tb, c, func(b []byte) {
+		// One TLS record per request, all in one write to the socket.
+		hold.holding = true
+		for len(b) > 0 {
+			n := 4 + int(binary.BigEndian.Uint32(b))
+			if _, err := tc.Write(b[:n]); err != nil {
+				t.Fatal(err)
+			}
+			b = b[n:]
+		}
+		if err := hold.flush(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// holdConn keeps what is written while holding is set, until flush.
+type holdConn struct {
+	net.Conn
+	holding bool
+	held    []byte
+}
+
+func (h *holdConn) Write(b []byte) (int, error) {
+	if h.holding {
+		h.held = append(h.held, b...)
+		return len(b), nil
+	}
+	return h.Conn.Write(b)
+}
+
+func (h *holdConn) flush() error {
+	h.holding = false
+	_, err := h.Conn.Write(h.held)
+	h.held = nil
+	return err
+}
+
+// selfSigned returns a throwaway certificate for 127.0.0.1.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "solo-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func testSoloProduce(t *testing.T, tb *testBroker, c *rawConn, sendPiped func([]byte)) {
 	const topic = "solo"
 	if err := tb.b.CreateTopic(t.Context(), topic, 1, nil); err != nil {
 		t.Fatal(err)
@@ -29,7 +119,6 @@ func TestSoloProduceInlineOnlyWithoutPipelining(t *testing.T) {
 		}
 		return int(d.GetCounter().GetValue())
 	}
-	c := dialRaw(t, tb.addr)
 	next := int64(0)
 	const serial = 40
 	for i := range serial {
@@ -57,7 +146,7 @@ func TestSoloProduceInlineOnlyWithoutPipelining(t *testing.T) {
 	for i := range piped {
 		out = append(out, frame(produceReq(topic, -1, storagetest.MakeBatch(1, 100, int64(2000+i))), int32(100+i), "solo")...)
 	}
-	c.send(out)
+	sendPiped(out)
 	for i := range piped {
 		corr, body, err := c.readFrame()
 		if err != nil {
