@@ -59,7 +59,13 @@ func createTopic(n int32) func(addr string, pid int) (bench.Result, error) {
 // franz-go's default partitioner, which fills one partition's batch at
 // a time (sticky): the first writes to freshly created partitions. The
 // time and the broker's CPU count the creation and the records.
-func coldSticky(n int32, records int) func(addr string, pid int) (bench.Result, error) {
+//
+// With warm set, the broker has first taken as many records to a topic
+// of one partition (same client, then idle until its CPU settles), so
+// that what the run measures is the new partitions' cost on a broker
+// that has been serving, not a fresh process's first use of its
+// buffers and heap.
+func coldSticky(n int32, records int, warm bool) func(addr string, pid int) (bench.Result, error) {
 	return func(addr string, pid int) (bench.Result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -75,6 +81,21 @@ func coldSticky(n int32, records int) func(addr string, pid int) (bench.Result, 
 		}
 		vals := make([]byte, 100*1024)
 		rand.Read(vals)
+		if warm {
+			resp, err := adm.CreateTopic(ctx, 1, -1, nil, "warmup")
+			if err == nil {
+				err = resp.Err
+			}
+			if err != nil {
+				return bench.Result{}, fmt.Errorf("create the warm-up topic: %w", err)
+			}
+			if err := produceAll(ctx, cl, "warmup", records, vals); err != nil {
+				return bench.Result{}, fmt.Errorf("warm-up: %w", err)
+			}
+			if _, err := settledProc(pid); err != nil {
+				return bench.Result{}, err
+			}
+		}
 		before, err := bench.ReadProc(pid)
 		if err != nil {
 			return bench.Result{}, err
@@ -87,25 +108,7 @@ func coldSticky(n int32, records int) func(addr string, pid int) (bench.Result, 
 		if err != nil {
 			return bench.Result{}, fmt.Errorf("create a topic of %d partitions: %w", n, err)
 		}
-		var (
-			mu       sync.Mutex
-			firstErr error
-			errs     int64
-		)
-		for i := range records {
-			off := (i % 1024) * 100
-			cl.Produce(ctx, &kgo.Record{Value: vals[off : off+100]}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					errs++
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
+		if err := produceAll(ctx, cl, "cold", records, vals); err != nil {
 			return bench.Result{}, err
 		}
 		elapsed := time.Since(start)
@@ -113,12 +116,39 @@ func coldSticky(n int32, records int) func(addr string, pid int) (bench.Result, 
 		if err != nil {
 			return bench.Result{}, err
 		}
-		if firstErr != nil {
-			return bench.Result{}, fmt.Errorf("%d of %d records failed: %w", errs, records, firstErr)
-		}
 		return bench.Result{Records: int64(records), Bytes: int64(records) * 100, Elapsed: elapsed,
 			BrokerCPU: after.CPU - before.CPU, BrokerHWM: after.PeakRSS}, nil
 	}
+}
+
+// produceAll produces records 100 B values from vals to topic through
+// cl's partitioner and waits for every acknowledgement.
+func produceAll(ctx context.Context, cl *kgo.Client, topic string, records int, vals []byte) error {
+	var (
+		mu       sync.Mutex
+		firstErr error
+		errs     int64
+	)
+	for i := range records {
+		off := (i % 1024) * 100
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: vals[off : off+100]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				errs++
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if firstErr != nil {
+		return fmt.Errorf("%d of %d records failed: %w", errs, records, firstErr)
+	}
+	return nil
 }
 
 // settledProc reads pid's usage until its CPU time stops growing (at

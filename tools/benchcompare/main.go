@@ -56,8 +56,11 @@ var workloads = []workload{
 	{name: "sync-1x100B-fresh", args: []string{"--sync", "--callers", "1", "--size", "100", "--records", "3000"}},
 	{name: "create-256p", run: createTopic(256), create: true},
 	{name: "create-2000p", run: createTopic(2000), create: true},
-	{name: "cold-sticky-256p", run: coldSticky(256, 300000)},
-	{name: "cold-sticky-2000p", run: coldSticky(2000, 300000)},
+	{name: "cold-sticky-256p", run: coldSticky(256, 300000, false)},
+	{name: "cold-sticky-2000p", run: coldSticky(2000, 300000, false)},
+	// The same on a broker that has served as many records first.
+	{name: "cold-sticky-256p-served", run: coldSticky(256, 300000, true)},
+	{name: "cold-sticky-2000p-served", run: coldSticky(2000, 300000, true)},
 }
 
 // brokerKind is how to start one broker in its own process.
