@@ -210,7 +210,7 @@ func New(opts ...Opt) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg:         c,
-		pendBudget:  storage.NewPendingBudget(pendingBudget),
+		pendBudget:  storage.NewPendingBudget(pendingBudgetFor(physicalMemory())),
 		dirSyncs:    storage.NewDirSyncs(c.fs),
 		loggers:     loggers,
 		layout:      meta.Layout{Root: c.dataDir},

@@ -347,8 +347,19 @@ const preparedInline = 32
 // pendingBudget is the most bytes the broker's new partitions keep in
 // memory, all together, before their files are made
 // (storage.PendingBudget): past it each one written asks the maker for
-// its files.
+// its files, and past twice it a write makes its own. It is 64 MiB, or
+// a 32nd of the memory the broker may use (physicalMemory: a
+// container's limit, when it has one) when that is less.
 const pendingBudget = 64 << 20
+
+// pendingBudgetFor is pendingBudget on a machine of mem bytes (0:
+// unknown).
+func pendingBudgetFor(mem int64) int64 {
+	if mem <= 0 {
+		return pendingBudget
+	}
+	return min(pendingBudget, max(mem/32, 1<<20))
+}
 
 // allocPID returns a new producer id, reserving a new block in
 // cluster.json when the current one is used up.
