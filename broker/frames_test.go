@@ -170,8 +170,8 @@ func TestParallelProduce(t *testing.T) {
 
 // TestFrameCacheSurvivesCollections: a returned frame is handed out
 // again after garbage collections (which may empty a sync.Pool), and the
-// cache keeps no more than frameCacheBytes: a frame past that goes to
-// the pools instead.
+// cache keeps no more than frameCacheBytes: it refuses a frame past that
+// (putFrame then gives it to the pools).
 func TestFrameCacheSurvivesCollections(t *testing.T) {
 	var s frameStack
 	const k = 4 // 1 MiB buffers
