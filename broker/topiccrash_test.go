@@ -337,6 +337,20 @@ func TestPendingPartitionsCheckpointed(t *testing.T) {
 		}
 		return len(names)
 	}
+	// inOwnFiles checks that after a power cut every partition's bytes
+	// are in its own segment file, not only in the WAL.
+	inOwnFiles := func(crashed *vfs.MemFS) error {
+		for i := range parts {
+			fi, err := crashed.Stat(fmt.Sprintf("/data/topics/t/%d/00000000000000000000.log", i))
+			if err != nil {
+				return fmt.Errorf("after a power cut partition %d's segment: %w", i, err)
+			}
+			if fi.Size() < int64(len(small)) {
+				return fmt.Errorf("after a power cut partition %d's segment holds %d bytes, want its %d", i, fi.Size(), len(small))
+			}
+		}
+		return nil
+	}
 	// The WAL keeps about 256 KiB per partition writing before it asks
 	// for checkpoints: write several times that to another topic.
 	// Two partitions, so that neither writes alone (past the WAL).
@@ -354,25 +368,23 @@ func TestPendingPartitionsCheckpointed(t *testing.T) {
 				made++
 			}
 		}
-		if made == parts && walFiles() < most {
+		// A partition's file exists (Pending false) a moment before its
+		// checkpoint has synced it and its directory: the power cut
+		// below waits for that too.
+		if made == parts && walFiles() < most && inOwnFiles(fs.CrashClone(vfs.CrashOptions{})) == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d partitions made their files; WAL files %d, most %d", made, parts, walFiles(), most)
+			t.Fatalf("%d of %d partitions made their files; WAL files %d, most %d; after a power cut: %v",
+				made, parts, walFiles(), most, inOwnFiles(fs.CrashClone(vfs.CrashOptions{})))
 		}
 	}
 	if used := b.pendBudget.Used(); used != 0 {
 		t.Fatalf("%d bytes counted as kept in memory after every partition made its files", used)
 	}
 	crashed := fs.CrashClone(vfs.CrashOptions{})
-	for i := range parts { // synced into their own files, not only in the WAL
-		fi, err := crashed.Stat(fmt.Sprintf("/data/topics/t/%d/00000000000000000000.log", i))
-		if err != nil {
-			t.Fatalf("after a power cut partition %d's segment: %v", i, err)
-		}
-		if fi.Size() < int64(len(small)) {
-			t.Fatalf("after a power cut partition %d's segment holds %d bytes, want its %d", i, fi.Size(), len(small))
-		}
+	if err := inOwnFiles(crashed); err != nil {
+		t.Fatal(err)
 	}
 	rb := newBroker(t, "/data", withFS(crashed))
 	defer rb.Close()
