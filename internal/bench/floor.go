@@ -59,12 +59,26 @@ type FloorResult struct {
 	Size    int           `json:"size"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Latency Latencies     `json:"latency_ns"` // one pwrite + fdatasync
+	// CPU is this process's user and system time over the timed writes:
+	// what the kernel charges a writer for its durable writes, the least
+	// a durable broker pays per group commit beside an in-memory one (0
+	// where the platform does not report it).
+	CPU time.Duration `json:"cpu_ns"`
 	// Files is the files floor (FilesFloor), when it was measured too.
 	Files *FilesFloorResult `json:"files,omitempty"`
 }
 
 // OpsPerSec is the number of durable writes per second, one at a time.
 func (r FloorResult) OpsPerSec() float64 { return float64(r.Ops) / r.Elapsed.Seconds() }
+
+// CPUPerOp is the CPU time of one write and its fdatasync (0 when no
+// write was timed).
+func (r FloorResult) CPUPerOp() time.Duration {
+	if r.Ops == 0 {
+		return 0
+	}
+	return r.CPU / time.Duration(r.Ops)
+}
 
 // Floor measures the disk under cfg.Dir: it creates a scratch file there,
 // writes zeros over all of it and syncs them (so that the timed writes
@@ -102,6 +116,10 @@ func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
 	}
 	var h Histogram
 	var off int64
+	cpu0, err := processCPU()
+	if err != nil {
+		return FloorResult{}, err
+	}
 	start := time.Now()
 	var deadline time.Time
 	if cfg.Ops == 0 {
@@ -123,12 +141,18 @@ func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
 			off = 0
 		}
 	}
+	elapsed := time.Since(start)
+	cpu1, err := processCPU()
+	if err != nil {
+		return FloorResult{}, err
+	}
 	return FloorResult{
 		Dir:     cfg.Dir,
 		Ops:     int64(h.Count()),
 		Size:    cfg.Size,
-		Elapsed: time.Since(start),
+		Elapsed: elapsed,
 		Latency: h.Summary(),
+		CPU:     cpu1 - cpu0,
 	}, nil
 }
 
@@ -150,4 +174,7 @@ func WriteFloor(w io.Writer, r FloorResult) {
 		r.Ops, r.Size, r.Dir, r.Elapsed.Seconds(), r.OpsPerSec())
 	fmt.Fprintf(w, "latency: p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
 		fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.P999), fmtDur(l.Max))
+	if r.CPU > 0 {
+		fmt.Fprintf(w, "cpu: %s per write + fdatasync (user and system time of this process)\n", fmtDur(r.CPUPerOp()))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -26,13 +27,19 @@ func TestFloor(t *testing.T) {
 	if l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max || res.OpsPerSec() <= 0 {
 		t.Fatalf("latencies %+v, %.0f ops/s", l, res.OpsPerSec())
 	}
+	// Linux accounts a process's CPU time to the nanosecond: 50 writes
+	// and fdatasyncs cost some, and no more than the window held.
+	if runtime.GOOS == "linux" && (res.CPU <= 0 || res.CPU > res.Elapsed*time.Duration(runtime.NumCPU())+10*time.Millisecond || res.CPUPerOp() != res.CPU/50) {
+		t.Fatalf("CPU %v (%v per write) over %v", res.CPU, res.CPUPerOp(), res.Elapsed)
+	}
 	left, err := os.ReadDir(dir)
 	if err != nil || len(left) != 0 {
 		t.Fatalf("scratch file left behind: %v %v", left, err)
 	}
 	var out bytes.Buffer
 	WriteFloor(&out, res)
-	if !strings.HasPrefix(out.String(), "floor: 50 writes of 512 B + fdatasync in "+dir) || !strings.Contains(out.String(), "p99 ") {
+	if !strings.HasPrefix(out.String(), "floor: 50 writes of 512 B + fdatasync in "+dir) || !strings.Contains(out.String(), "p99 ") ||
+		runtime.GOOS == "linux" && !strings.Contains(out.String(), "\ncpu: ") {
 		t.Fatalf("summary %q", out.String())
 	}
 
