@@ -112,6 +112,11 @@ func TestDirectRounds(t *testing.T) {
 	if st.Rounds != 60 || st.FailedRounds != 0 || st.DirectRounds != 60 {
 		t.Fatalf("stats %+v, want 60 rounds, all direct, none failed", st)
 	}
+	// Every round but those that start or fill a segment is written from
+	// its own buffer, the segment's last block's bytes put in front.
+	if st.InPlace < st.Rounds-2*int64(len(w.segs)) || st.InPlace > fs.writes.Load() {
+		t.Fatalf("%d of %d direct writes in place over %d rounds and %d segments", st.InPlace, fs.writes.Load(), st.Rounds, len(w.segs))
+	}
 	if fs.writes.Load() < 60 {
 		t.Fatalf("%d direct writes for 60 rounds", fs.writes.Load())
 	}
@@ -223,4 +228,47 @@ func TestDirectNeedsWholeBlocks(t *testing.T) {
 	crashed := mem.CrashClone(vfs.CrashOptions{})
 	w.Close()
 	checkReplay(t, crashed, segBytes, want)
+}
+
+// TestDirectRoundInPlace: a round of several MiB, following one that
+// left the segment mid-block, is written with one direct write from its
+// own buffer: no aligned copy of its entries is made, whatever its size,
+// and what it wrote survives a crash.
+func TestDirectRoundInPlace(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := &dioFS{FS: mem}
+	const segBytes = 16 << 20
+	w, _ := open(t, fs, segBytes)
+	h := w.For(key(0))
+	want := batches(0, 3, 1) // the segment then ends mid-block
+	pos, err := h.Append(0, 3, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Sync(Pos(pos)); err != nil {
+		t.Fatal(err)
+	}
+	next := int64(3)
+	for len(want) < 6<<20 { // more than directMax
+		b := batches(next, 2000, next)
+		if pos, err = h.Append(next, next+2000, b); err != nil {
+			t.Fatal(err)
+		}
+		next += 2000
+		want = append(want, b...)
+	}
+	before := fs.writes.Load()
+	if err := w.Sync(Pos(pos)); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	if got := fs.writes.Load() - before; got != 1 || st.InPlace != 2 || st.DirectRounds != 2 {
+		t.Fatalf("the large round took %d direct writes; stats %+v: want one, both rounds in place", got, st)
+	}
+	if w.dbuf != nil {
+		t.Fatalf("an aligned buffer of %d bytes was made for copies", cap(w.dbuf))
+	}
+	crashed := mem.CrashClone(vfs.CrashOptions{})
+	w.Close()
+	checkReplay(t, crashed, segBytes, map[int32][]byte{0: want})
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/sluicedb/sluice/internal/vfs"
 )
@@ -91,15 +92,17 @@ const maxFails = 64
 func (w *WAL) lead() {
 	r := &round{target: w.appended, done: make(chan struct{})}
 	w.running = r
-	buf, metas := w.buf, w.metas
-	w.buf, w.metas = w.spare[:0], w.spareMeta[:0]
+	buf, head, metas := w.buf, w.bufHead, w.metas
+	n := len(buf) - head // the round's entry bytes
+	w.bufHead = w.reserve(metas)
+	w.buf, w.metas = reserved(w.spare, w.bufHead), w.spareMeta[:0]
 	from := w.done
 	w.mu.Unlock()
 
 	began := time.Now()
-	w.held, w.buffered, w.heldW = false, false, 0
-	w.holdWrite = w.mayHold(len(buf), began)
-	err := w.flush(buf, metas)
+	w.held, w.buffered, w.heldW, w.inPlace = false, false, 0, 0
+	w.holdWrite = w.mayHold(n, began)
+	err := w.flush(buf, head, metas)
 	took := time.Since(began)
 
 	w.mu.Lock()
@@ -114,15 +117,16 @@ func (w *WAL) lead() {
 		w.soloKey = metas[0].key
 	}
 	w.spare, w.spareMeta = buf[:0], metas[:0]
-	if len(buf) > 0 {
+	if n > 0 {
 		w.stats.Rounds++
 		w.stats.Entries += int64(len(metas))
-		w.stats.Bytes += int64(len(buf))
+		w.stats.Bytes += int64(n)
 		w.stats.RoundTime += took
 		if w.held {
 			w.stats.HeldRounds++
 		}
 		w.stats.HeldWrites += w.heldW
+		w.stats.InPlace += w.inPlace
 		if !w.buffered {
 			w.stats.DirectRounds++
 		}
@@ -144,15 +148,53 @@ func (w *WAL) lead() {
 	close(r.done)
 }
 
-// flush writes buf (entries described by metas) to the active segment,
-// rotating to a prepared one whenever the next entry does not fit, and
-// syncs. A failure abandons the active segment: the next round starts a
-// fresh one, so that nothing follows a bad entry inside a segment.
-func (w *WAL) flush(buf []byte, metas []meta) error {
-	if len(buf) == 0 {
+// reserve returns how many bytes the next round buffer keeps before its
+// first entry, when the round now starting writes the entries of metas:
+// the bytes of the block the active segment will end in after this
+// round, below its end, which the next round's first direct write
+// rewrites first (seg.part). With them in front, the next round writes
+// its entries straight from its buffer instead of copying them into an
+// aligned one (see write). It follows flush's placement of the entries,
+// a segment rotated in where the next does not fit; a guess all the
+// same: when it proves wrong (the round fails, or the segment is not
+// written directly) the next round copies. Leader only.
+func (w *WAL) reserve(metas []meta) int {
+	var size int64 // the active segment's size after the round
+	if a := w.active; a != nil {
+		size = a.size
+	}
+	for i := range metas {
+		if size+int64(metas[i].size) > w.segBytes {
+			size = 0 // flush seals the segment; the entry starts the next
+		}
+		size += int64(metas[i].size)
+	}
+	if size == w.segBytes {
+		return 0 // full and sealed: the next round starts a segment of its own
+	}
+	return int(size % vfs.DirectAlign)
+}
+
+// reserved returns b, emptied, holding head bytes to be overwritten, with
+// room for a direct write's padding after them; b itself when it has the
+// capacity.
+func reserved(b []byte, head int) []byte {
+	if need := head + vfs.DirectAlign; cap(b) < need {
+		b = vfs.AlignedBuffer(max(need, minBufBytes))
+	}
+	return b[:head]
+}
+
+// flush writes the entries of buf after its first head bytes (described
+// by metas) to the active segment, rotating to a prepared one whenever the
+// next entry does not fit, and syncs. A failure abandons the active
+// segment: the next round starts a fresh one, so that nothing follows a
+// bad entry inside a segment.
+func (w *WAL) flush(buf []byte, head int, metas []meta) error {
+	if len(buf) == head {
 		return nil
 	}
-	start := 0 // first byte of buf not yet written
+	start := head // first byte of buf not yet written
 	for i := 0; i < len(metas); {
 		if w.active == nil {
 			if err := w.rotate(); err != nil {
@@ -168,7 +210,7 @@ func (w *WAL) flush(buf []byte, metas []meta) error {
 			j++
 		}
 		if n > 0 {
-			if err := w.write(a, buf[start:start+n]); err != nil {
+			if err := w.write(a, buf, start, start+n); err != nil {
 				return w.abandon(fmt.Errorf("wal: write %s: %w", a.path, err))
 			}
 			w.noteEntries(a, metas[i:j])
@@ -185,7 +227,7 @@ func (w *WAL) flush(buf []byte, metas []meta) error {
 		}
 	}
 	if a := w.active; a != nil {
-		if err := w.syncRound(a.file, len(buf)); err != nil {
+		if err := w.syncRound(a.file, len(buf)-head); err != nil {
 			return w.abandon(fmt.Errorf("wal: sync %s: %w", a.path, err))
 		}
 	}
@@ -350,28 +392,42 @@ func (s *seg) closeFiles() {
 	}
 }
 
-// directMax is the most bytes one direct write of a round carries (a
-// larger round is written in several), which bounds the aligned buffer.
+// directMax is the most bytes one direct write of a round carries when
+// the round is copied into the aligned buffer (a larger round is written
+// in several), which bounds that buffer.
 const directMax = 4 << 20
 
-// write writes p, whole sealed entries, at the end of the active segment
-// a. A segment made full length is written directly (seg.direct): the
-// device reads the round from an aligned buffer, so the round's bytes are
-// not copied into the page cache a second time (each partition's segment
-// holds them already), no cached page is allocated, dirtied and written
-// back for them, and the round's fdatasync has only the device's cache to
-// flush. Otherwise, or when the filesystem refuses a direct write after
-// all, p goes through the page cache. Leader only.
-func (w *WAL) write(a *seg, p []byte) error {
+// write writes buf[from:to], whole sealed entries, at the end of the
+// active segment a. A segment made full length is written directly
+// (seg.direct): the device reads the round from an aligned buffer, so the
+// round's bytes are not copied into the page cache a second time (each
+// partition's segment holds them already), no cached page is allocated,
+// dirtied and written back for them, and the round's fdatasync has only
+// the device's cache to flush. The aligned buffer is the round's own when
+// it can be (writeInPlace), else a copy. Otherwise, or when the filesystem
+// refuses a direct write after all, the entries go through the page
+// cache. Leader only.
+func (w *WAL) write(a *seg, buf []byte, from, to int) error {
+	if a.direct != nil && to == len(buf) {
+		done, err := w.writeInPlace(a, buf, from)
+		switch {
+		case done:
+			return nil
+		case errors.Is(err, syscall.EINVAL):
+			noDirect(a)
+		case err != nil:
+			return err
+		}
+		// Not done: the round's buffer has no room for the segment's
+		// last bytes before the entries (reserve guessed wrong), or the
+		// write was refused.
+	}
+	p := buf[from:to]
 	for a.direct != nil && len(p) > 0 {
 		n := min(len(p), directMax)
 		err := w.writeDirect(a, p[:n])
 		if errors.Is(err, syscall.EINVAL) {
-			// Refused after all (an alignment the device wants larger):
-			// the rest of the segment is written through the page
-			// cache, which reads back what the direct writes left.
-			_ = a.direct.Close()
-			a.direct = nil
+			noDirect(a)
 			break
 		}
 		if err != nil {
@@ -391,6 +447,43 @@ func (w *WAL) write(a *seg, p []byte) error {
 	return nil
 }
 
+// noDirect stops a's direct writes after the filesystem refused one (an
+// alignment the device wants larger): the rest of the segment is written
+// through the page cache, which reads back what the direct writes left.
+func noDirect(a *seg) {
+	_ = a.direct.Close()
+	a.direct = nil
+}
+
+// writeInPlace writes buf[from:], the last entries of a round, at a.size
+// through a.direct straight from the round's buffer, when the buffer
+// holds room for a.part just before them (the bytes reserve kept) at an
+// aligned address, and room after them for the padding to the end of their
+// last block: a.part is copied in front, zeros after, and one direct write
+// covers it all, whatever the round's size. It reports whether it wrote
+// (false, nil: the buffer is not laid out for it, nothing was done); a
+// refusal (EINVAL) leaves a.direct for write to close. Leader only.
+func (w *WAL) writeInPlace(a *seg, buf []byte, from int) (bool, error) {
+	const al = vfs.DirectAlign
+	head := len(a.part)
+	lo := from - head
+	end := len(buf) - lo // bytes from the block's start to the last entry's end
+	n := (end + al - 1) &^ (al - 1)
+	if lo < 0 || lo+n > cap(buf) || uintptr(unsafe.Pointer(unsafe.SliceData(buf[lo:])))%al != 0 {
+		return false, nil
+	}
+	d := buf[lo : lo+n]
+	copy(d, a.part)
+	clear(d[end:])
+	if err := w.directWrite(a, d); err != nil {
+		return false, err
+	}
+	w.inPlace++
+	a.size += int64(len(buf) - from)
+	a.part = append(a.part[:0], d[end&^(al-1):end]...)
+	return true, nil
+}
+
 // writeDirect writes p at a.size through a.direct: from the start of the
 // block holding a.size (the segment's bytes below a.size in that block,
 // kept in a.part, go first, rewritten as they were) to the end of p's last
@@ -399,7 +492,6 @@ func (w *WAL) write(a *seg, p []byte) error {
 func (w *WAL) writeDirect(a *seg, p []byte) error {
 	const al = vfs.DirectAlign
 	head := len(a.part)
-	base := a.size - int64(head)
 	end := head + len(p)
 	n := (end + al - 1) &^ (al - 1)
 	if cap(w.dbuf) < n {
@@ -415,6 +507,17 @@ func (w *WAL) writeDirect(a *seg, p []byte) error {
 	copy(d, a.part)
 	copy(d[head:], p)
 	clear(d[end:])
+	if err := w.directWrite(a, d); err != nil {
+		return err
+	}
+	a.part = append(a.part[:0], d[end&^(al-1):end]...)
+	return nil
+}
+
+// directWrite writes d, whole aligned blocks starting with the block
+// holding a.size, through a.direct. Leader only.
+func (w *WAL) directWrite(a *seg, d []byte) error {
+	base := a.size - int64(len(a.part))
 	if w.holdWrite {
 		// A direct write blocks until the device has the bytes, as the
 		// round's fdatasync does: a small round holds its processor
@@ -428,9 +531,8 @@ func (w *WAL) writeDirect(a *seg, p []byte) error {
 			return err
 		}
 		w.heldW++
-	} else if _, err := a.direct.WriteAt(d, base); err != nil {
-		return err
+		return nil
 	}
-	a.part = append(a.part[:0], d[end&^(al-1):end]...)
-	return nil
+	_, err := a.direct.WriteAt(d, base)
+	return err
 }

@@ -112,7 +112,8 @@ type WAL struct {
 	log      *slog.Logger
 
 	mu        sync.Mutex // guards the fields below
-	buf       []byte     // entries appended since the running round took the buffer
+	buf       []byte     // entries appended since the running round took the buffer, after bufHead bytes kept for the round's first direct write (see reserve)
+	bufHead   int        // bytes at the start of buf before its first entry
 	metas     []meta     // one per entry in buf
 	spare     []byte     // the buffer the last round wrote, for reuse
 	spareMeta []meta
@@ -135,6 +136,7 @@ type WAL struct {
 	held      bool      // the round's last fdatasync held its processor
 	holdWrite bool      // the round's direct writes hold their processor (see writeDirect)
 	heldW     int64     // direct writes of the round that held their processor
+	inPlace   int64     // direct writes of the round made from its own buffer (writeInPlace)
 	buffered  bool      // the round wrote entries through the page cache
 	lastErr   error
 	dbuf      []byte     // aligned buffer of direct writes (writeDirect)
@@ -260,7 +262,7 @@ func (w *WAL) Start() {
 		w.startLocked()
 	}
 	if w.running == nil && cap(w.buf) < startBufBytes && cap(w.spare) < startBufBytes {
-		buf, spare := make([]byte, startBufBytes), make([]byte, startBufBytes)
+		buf, spare := vfs.AlignedBuffer(startBufBytes), vfs.AlignedBuffer(startBufBytes)
 		clear(buf) // touched: the pages are the process's from now on
 		clear(spare)
 		w.buf = append(buf[:0], w.buf...)
@@ -285,6 +287,18 @@ func (w *WAL) startLocked() {
 // throughput workload over many partitions carry a few MiB.
 const startBufBytes = 4 << 20
 
+// minBufBytes is the least a round buffer is given when it must grow.
+const minBufBytes = 64 << 10
+
+// growBuf returns b's bytes in a buffer of at least need bytes of
+// capacity, aligned for direct writes (vfs.AlignedBuffer), at least twice
+// as large as b so that a round buffer grows, and copies, only a few times
+// in a process's life.
+func growBuf(b []byte, need int) []byte {
+	nb := vfs.AlignedBuffer(max(need, 2*cap(b), minBufBytes))
+	return append(nb[:0], b...)
+}
+
 func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 	size := entryHead + len(data)
 	if int64(size) > w.segBytes {
@@ -305,6 +319,9 @@ func (w *WAL) add(kind byte, k Key, off, end int64, data []byte) (Pos, error) {
 		w.bufKey, w.bufMixed = k, false
 	case k != w.bufKey:
 		w.bufMixed = true
+	}
+	if need := len(w.buf) + size + vfs.DirectAlign; need > cap(w.buf) {
+		w.buf = growBuf(w.buf, need)
 	}
 	w.buf = appendEntry(w.buf, kind, k, off, data)
 	w.metas = append(w.metas, meta{key: k, end: end, size: size, trunc: kind == kindTruncate})
@@ -408,6 +425,7 @@ type Stats struct {
 	HeldRounds   int64         // of those, rounds whose fdatasync held its processor (see syncRound)
 	HeldWrites   int64         // direct writes of rounds that held their processor (see writeDirect)
 	DirectRounds int64         // of those, rounds whose entries were all written directly, past the page cache (see WAL.write)
+	InPlace      int64         // direct writes made from the round's own buffer, its entries not copied (see writeInPlace)
 	Entries      int64         // entries written (appends and truncates)
 	Bytes        int64         // entry bytes written, headers included
 	RoundTime    time.Duration // total time spent writing and syncing rounds
