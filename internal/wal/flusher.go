@@ -472,15 +472,11 @@ func (w *WAL) writeInPlace(a *seg, buf []byte, from int) (bool, error) {
 	if lo < 0 || lo+n > cap(buf) || uintptr(unsafe.Pointer(unsafe.SliceData(buf[lo:])))%al != 0 {
 		return false, nil
 	}
-	d := buf[lo : lo+n]
-	copy(d, a.part)
-	clear(d[end:])
-	if err := w.directWrite(a, d); err != nil {
+	if err := w.writeBlocks(a, buf[lo:lo+n], end); err != nil {
 		return false, err
 	}
 	w.inPlace++
 	a.size += int64(len(buf) - from)
-	a.part = append(a.part[:0], d[end&^(al-1):end]...)
 	return true, nil
 }
 
@@ -504,13 +500,22 @@ func (w *WAL) writeDirect(a *seg, p []byte) error {
 		w.dbuf = vfs.AlignedBuffer(size)
 	}
 	d := w.dbuf[:n]
-	copy(d, a.part)
 	copy(d[head:], p)
+	return w.writeBlocks(a, d, end)
+}
+
+// writeBlocks writes d, whole aligned blocks starting with the block
+// holding a.size, through a.direct: a.part is put at its start and zeros
+// after its first end bytes (the entries are in between), and a.part
+// then holds the bytes of the last block below end. It does not move
+// a.size. Leader only.
+func (w *WAL) writeBlocks(a *seg, d []byte, end int) error {
+	copy(d, a.part)
 	clear(d[end:])
 	if err := w.directWrite(a, d); err != nil {
 		return err
 	}
-	a.part = append(a.part[:0], d[end&^(al-1):end]...)
+	a.part = append(a.part[:0], d[end&^(vfs.DirectAlign-1):end]...)
 	return nil
 }
 
