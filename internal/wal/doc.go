@@ -38,11 +38,24 @@
 //
 //	0   uint32  body length (bytes from offset 8)
 //	4   uint32  CRC32C (Castagnoli) of the segment sequence number (8 bytes) and the body
-//	8   uint8   kind: 1 data, 2 truncate
+//	            (kind 3: of the sequence number, the body's first 29 bytes and the
+//	            first 21 bytes of each batch)
+//	8   uint8   kind: 1 data, 2 truncate, 3 batches
 //	9   [16]byte topic ID
 //	25  int32   partition
 //	29  int64   offset: the first offset of the data; the new log end of a truncate
-//	37  ...     data: whole RecordBatches with their offsets (kind 1); empty (kind 2)
+//	37  ...     data: whole RecordBatches with their offsets (kinds 1 and 3); empty (kind 2)
+//
+// A batches entry (kind 3) is how data is written: a v2 RecordBatch's
+// own CRC32C covers all of it but its first 21 bytes (base offset,
+// length, leader epoch, magic, the CRC itself), so the entry's CRC covers
+// those and decoding checks each batch's CRC, and the round's bytes are
+// not checksummed a second time on the write path. It decodes only when
+// the batches tile the data exactly and every CRC matches. Kind 1, whose
+// CRC covers every byte, is what earlier versions wrote (still read) and
+// what data that is not whole v2 batches is written as. A WAL that holds
+// kind 3 entries is not read by versions before it; after a clean
+// shutdown the WAL holds nothing to replay.
 //
 // All integers are big-endian. A truncate entry is written when a
 // partition healed (its log cut back and refilled): entries of that

@@ -473,7 +473,7 @@ func plausibleEntry(b []byte) bool {
 	switch b[8] {
 	case kindTruncate:
 		return n == fixedBody
-	case kindData:
+	case kindData, kindBatches:
 		data := b[entryHead : frameSize+n]
 		return len(data) >= batch.HeaderSize && string(data[:8]) == string(b[29:37])
 	}

@@ -233,8 +233,16 @@ const (
 // Append copies data, whole RecordBatches with their offsets assigned,
 // from first up to end, into the WAL's buffer as an entry of key and
 // returns its position. It does not wait: Sync(pos) makes it durable.
+// Each batch's CRC32C must match its bytes (the broker validates a
+// produced batch; a batch it makes is encoded with its CRC): the entry's
+// own CRC covers the batches' headers and relies on theirs for the rest,
+// and replay takes a batch that does not match for a torn write.
 func (w *WAL) Append(k Key, first, end int64, data []byte) (Pos, error) {
-	return w.add(kindData, k, first, end, data)
+	kind := byte(kindData)
+	if wholeBatches(data) {
+		kind = kindBatches // checksummed by the batches' own CRCs
+	}
+	return w.add(kind, k, first, end, data)
 }
 
 // Truncate appends an entry saying that k's log now ends at end: entries
