@@ -10,9 +10,11 @@
 //
 // --baseline adds a second Sluice binary (an earlier build) as broker
 // sluice-before, interleaved with the others, and --brokers keeps only
-// the named brokers. On a disk where consecutive heavy runs alternate in
-// speed, a broker's slot in the round matters: swap the binaries and
-// run again before reading a difference into a before/after pair.
+// the named brokers. A run pays for what the run before it left (dirty
+// pages written back, freed inodes), so a broker's slot in the round
+// matters: each round starts one broker later than the one before, and
+// with as many rounds as brokers (or a multiple) each runs in every slot
+// equally often.
 package main
 
 import (
@@ -133,7 +135,12 @@ func main() {
 	for _, w := range sel {
 		results[w.name] = map[string][]bench.Result{}
 		for r := 0; r < *rounds; r++ {
-			for _, k := range kinds {
+			// Each round starts with the next broker, so that each runs
+			// first, second and so on as often as the others: a run
+			// pays for what the one before it left (dirty pages being
+			// written back, freed inodes, a warm or cold CPU cache).
+			for i := range kinds {
+				k := kinds[(i+r)%len(kinds)]
 				res, err := runOne(*sluiceBin, k, w, *timeout)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, k.name, err)
