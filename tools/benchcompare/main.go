@@ -11,10 +11,12 @@
 // --baseline adds a second Sluice binary (an earlier build) as broker
 // sluice-before, interleaved with the others, and --brokers keeps only
 // the named brokers. A run pays for what the run before it left (dirty
-// pages written back, freed inodes), so a broker's slot in the round
-// matters: each round starts one broker later than the one before, and
-// with as many rounds as brokers (or a multiple) each runs in every slot
-// equally often.
+// pages written back, freed inodes), so a broker's slot in the round and
+// the broker before it matter: the rounds follow a balanced Latin square,
+// each broker running in every slot and after each of the others as
+// often (see order). Before each run benchcompare syncs the
+// filesystems and waits, up to 10 s, for a machine whose processors are
+// idle (see settleMachine); the wait is printed with the run.
 package main
 
 import (
@@ -135,24 +137,50 @@ func main() {
 	for _, w := range sel {
 		results[w.name] = map[string][]bench.Result{}
 		for r := 0; r < *rounds; r++ {
-			// Each round starts with the next broker, so that each runs
-			// first, second and so on as often as the others: a run
-			// pays for what the one before it left (dirty pages being
-			// written back, freed inodes, a warm or cold CPU cache).
-			for i := range kinds {
-				k := kinds[(i+r)%len(kinds)]
+			// A run pays for what the one before it left (dirty pages
+			// being written back, freed inodes, a warm or cold CPU
+			// cache): order varies the slot and the predecessor.
+			for _, k := range order(kinds, r) {
+				waited, quiet := settleMachine(10 * time.Second)
 				res, err := runOne(*sluiceBin, k, w, *timeout)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s on %s: %v\n", w.name, k.name, err)
 					continue
 				}
-				fmt.Fprintf(os.Stderr, "%s %s round %d: %.0f rec/s p50 %v cpu/rec %v\n",
-					w.name, k.name, r+1, res.RecordsPerSec(), res.Latency.P50, res.CPUPerRecord())
+				note := ""
+				if !quiet {
+					note = " (machine still busy after the wait)"
+				}
+				fmt.Fprintf(os.Stderr, "%s %s round %d: %.0f rec/s p50 %v cpu/rec %v, settled %v%s\n",
+					w.name, k.name, r+1, res.RecordsPerSec(), res.Latency.P50, res.CPUPerRecord(), waited.Round(time.Millisecond), note)
 				results[w.name][k.name] = append(results[w.name][k.name], res)
 			}
 		}
 	}
 	printTable(sel, kinds, results)
+}
+
+// order returns the brokers in the order round r runs them: row r of a
+// balanced Latin square (Williams' design), so that over n rounds of n
+// brokers each runs once in every slot and, for an even n, after each of
+// the others once; for an odd n the rows of the second n rounds are the
+// first n reversed, which takes 2n rounds to give the same balance (a
+// plain rotation keeps every broker's predecessor).
+func order(kinds []brokerKind, r int) []brokerKind {
+	n := len(kinds)
+	out := make([]brokerKind, n)
+	for i := range out {
+		// The first row: 0, 1, n-1, 2, n-2, ...; row r adds r.
+		s := (i + 1) / 2
+		if i%2 == 0 && i > 0 {
+			s = n - i/2
+		}
+		out[i] = kinds[(s+r)%n]
+	}
+	if n%2 == 1 && (r/n)%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // leftovers are the runs' data directories, removed when benchcompare
