@@ -221,6 +221,7 @@ func newBenchFloorCmd() *cobra.Command {
 		cfg              bench.FloorConfig
 		asJSON           bool
 		parts, partBytes int
+		memMiB           int
 	)
 	cmd := &cobra.Command{
 		Use:   "floor",
@@ -236,10 +237,14 @@ same machine and run. With --partitions N it also makes N directories,
 each with a file of --partition-bytes, durable in one batch of
 filesystem syncs, and reports the time and CPU: the least a broker that
 keeps a directory and a file per partition pays before N fresh
-partitions hold their first bytes.`,
+partitions hold their first bytes. With --memory N it also writes once
+to every page of N MiB new to the process and reports the time and CPU
+per page: what a fresh broker pays for each buffer it grows into (on a
+virtual machine whose host takes back the guest's free pages, several
+times what it costs on the host).`,
 		Example: `  sluice bench floor --data ./sluice-data
   sluice bench floor --data /var/lib/sluice --duration 10s --size 512
-  sluice bench floor --data ./sluice-data --partitions 2000`,
+  sluice bench floor --data ./sluice-data --partitions 2000 --memory 256`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
@@ -258,6 +263,9 @@ partitions hold their first bytes.`,
 			if parts < 0 {
 				return usagef("bench floor: --partitions %d: want 0 (off) or more", parts)
 			}
+			if memMiB < 0 {
+				return usagef("bench floor: --memory %d: want 0 (off) or more MiB", memMiB)
+			}
 			res, err := bench.Floor(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench floor: %w", err)
@@ -269,12 +277,22 @@ partitions hold their first bytes.`,
 				}
 				res.Files = &fr
 			}
+			if memMiB > 0 {
+				mr, err := bench.MemoryFloor(int64(memMiB) << 20)
+				if err != nil {
+					return fmt.Errorf("bench floor --memory: %w", err)
+				}
+				res.Memory = &mr
+			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 			}
 			bench.WriteFloor(cmd.OutOrStdout(), res)
 			if res.Files != nil {
 				bench.WriteFilesFloor(cmd.OutOrStdout(), *res.Files)
+			}
+			if res.Memory != nil {
+				bench.WriteMemoryFloor(cmd.OutOrStdout(), *res.Memory)
 			}
 			return nil
 		},
@@ -286,6 +304,7 @@ partitions hold their first bytes.`,
 	f.IntVarP(&cfg.Size, "size", "s", 4096, "bytes per write")
 	f.IntVar(&parts, "partitions", 0, "also measure making this many partition directories, each with a segment file of --partition-bytes, durable (what a durable broker pays for fresh partitions' first writes); 0: off")
 	f.IntVar(&partBytes, "partition-bytes", 16384, "bytes written to each partition's file with --partitions")
+	f.IntVar(&memMiB, "memory", 0, "also measure the first touch of this many MiB of memory new to the process (what a fresh broker pays for each buffer it grows into); 0: off")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
 	return cmd
 }

@@ -172,6 +172,14 @@ func TestBenchFloorREADME(t *testing.T) {
 		} else if floor.Files != nil {
 			t.Fatalf("%v: a files floor without --partitions", argv)
 		}
+		if strings.Contains(line, "--memory") {
+			mem := floor.Memory
+			if mem == nil || mem.Bytes != 64<<20 || mem.Pages != 64<<8 || mem.Elapsed <= 0 || runtime.GOOS == "linux" && mem.CPU <= 0 {
+				t.Fatalf("%v: memory floor %+v", argv, mem)
+			}
+		} else if floor.Memory != nil {
+			t.Fatalf("%v: a memory floor without --memory", argv)
+		}
 	}
 
 	for _, c := range []struct {
@@ -182,6 +190,7 @@ func TestBenchFloorREADME(t *testing.T) {
 		{[]string{"floor", "--data", dir, "--ops", "0"}, "--ops 0"},
 		{[]string{"floor", "--data", dir, "--size", "0"}, "--size 0"},
 		{[]string{"floor", "--data", dir, "--ops", "5", "--partitions", "-1"}, "--partitions -1"},
+		{[]string{"floor", "--data", dir, "--ops", "5", "--memory", "-1"}, "--memory -1"},
 		{[]string{"floor", "--data", dir + "/missing"}, "no such file or directory"},
 	} {
 		cmd := newBenchCmd()

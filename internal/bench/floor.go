@@ -66,6 +66,8 @@ type FloorResult struct {
 	CPU time.Duration `json:"cpu_ns"`
 	// Files is the files floor (FilesFloor), when it was measured too.
 	Files *FilesFloorResult `json:"files,omitempty"`
+	// Memory is the memory floor (MemoryFloor), when it was measured too.
+	Memory *MemoryFloorResult `json:"memory,omitempty"`
 }
 
 // OpsPerSec is the number of durable writes per second, one at a time.

@@ -96,3 +96,23 @@ func TestFilesFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryFloor touches every page of the memory it reports and
+// refuses less than a page.
+func TestMemoryFloor(t *testing.T) {
+	res, err := MemoryFloor(8 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes != 8<<20 || res.Pages != 2048 || res.Elapsed <= 0 || res.CPU < 0 {
+		t.Fatalf("result %+v", res)
+	}
+	var out bytes.Buffer
+	WriteMemoryFloor(&out, res)
+	if !strings.HasPrefix(out.String(), "new memory: 8 MiB touched, one write per 4 KiB page") || !strings.Contains(out.String(), "per page), CPU ") {
+		t.Fatalf("summary %q", out.String())
+	}
+	if _, err := MemoryFloor(100); err == nil || !strings.Contains(err.Error(), "want at least 4096") {
+		t.Fatalf("100 bytes: %v", err)
+	}
+}
