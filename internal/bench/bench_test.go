@@ -60,16 +60,19 @@ func TestBucketBounds(t *testing.T) {
 	}
 }
 
-func TestParseStatCPU(t *testing.T) {
+func TestParseStat(t *testing.T) {
 	stat := []byte("1234 (my (odd) cmd) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0 100 0 0")
-	got, err := parseStatCPU(stat)
+	got, faults, err := parseStat(stat)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := 3 * time.Second; got != want {
 		t.Fatalf("cpu %v, want %v (300 ticks)", got, want)
 	}
-	if _, err := parseStatCPU([]byte("1234 (x) S 1 2")); err == nil {
+	if faults != 7 {
+		t.Fatalf("minor faults %d, want 7 (field 10)", faults)
+	}
+	if _, _, err := parseStat([]byte("1234 (x) S 1 2")); err == nil {
 		t.Fatal("short stat line parsed")
 	}
 }
@@ -81,6 +84,19 @@ func TestReadProcSelf(t *testing.T) {
 	}
 	if u.RSS <= 0 || u.PeakRSS < u.RSS {
 		t.Fatalf("rss %d, peak %d", u.RSS, u.PeakRSS)
+	}
+	// Touching 4 MiB of memory new to the process faults its pages in
+	// (two faults if the kernel backs them with huge pages).
+	b := make([]byte, 4<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	after, err := ReadProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Faults - u.Faults; got < 2 {
+		t.Fatalf("%d page faults for 4 MiB of new memory", got)
 	}
 }
 

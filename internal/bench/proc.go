@@ -18,6 +18,11 @@ type ProcUsage struct {
 	CPU     time.Duration // utime + stime
 	RSS     int64         // resident set size now, bytes
 	PeakRSS int64         // high-water mark of the resident set, bytes
+	// Faults is the process's minor page faults so far: pages it touched
+	// for the first time (or again after giving them back). Unlike CPU
+	// time it does not move with the machine's load, so it shows a
+	// change in memory use that CPU figures are too noisy to.
+	Faults int64
 }
 
 // ReadProc reads the CPU time and memory of process pid from /proc.
@@ -26,7 +31,7 @@ func ReadProc(pid int) (ProcUsage, error) {
 	if err != nil {
 		return ProcUsage{}, err
 	}
-	cpu, err := parseStatCPU(stat)
+	cpu, faults, err := parseStat(stat)
 	if err != nil {
 		return ProcUsage{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
@@ -34,34 +39,39 @@ func ReadProc(pid int) (ProcUsage, error) {
 	if err != nil {
 		return ProcUsage{}, err
 	}
-	u := ProcUsage{CPU: cpu}
+	u := ProcUsage{CPU: cpu, Faults: faults}
 	u.RSS = statusKB(status, "VmRSS:") << 10
 	u.PeakRSS = statusKB(status, "VmHWM:") << 10
 	return u, nil
 }
 
-// parseStatCPU returns utime+stime from the text of /proc/PID/stat. The
-// command name (field 2) is in parentheses and may hold spaces, so the
-// fields are counted from the last ')'.
-func parseStatCPU(stat []byte) (time.Duration, error) {
+// parseStat returns utime+stime and the minor faults (minflt) from the
+// text of /proc/PID/stat. The command name (field 2) is in parentheses
+// and may hold spaces, so the fields are counted from the last ')'.
+func parseStat(stat []byte) (time.Duration, int64, error) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("no command name in %q", stat)
+		return 0, 0, fmt.Errorf("no command name in %q", stat)
 	}
 	f := strings.Fields(string(stat[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	// f[0] is field 3 (state); minflt is field 10, utime and stime
+	// fields 14 and 15.
 	if len(f) < 13 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+		return 0, 0, fmt.Errorf("%d fields after the command name, want at least 13", len(f))
+	}
+	minflt, err := strconv.ParseInt(f[7], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("minflt: %w", err)
 	}
 	ut, err := strconv.ParseInt(f[11], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("utime: %w", err)
+		return 0, 0, fmt.Errorf("utime: %w", err)
 	}
 	st, err := strconv.ParseInt(f[12], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("stime: %w", err)
+		return 0, 0, fmt.Errorf("stime: %w", err)
 	}
-	return time.Duration(ut+st) * (time.Second / userHZ), nil
+	return time.Duration(ut+st) * (time.Second / userHZ), minflt, nil
 }
 
 // statusKB returns the value in kB of a "Key:   123 kB" line of

@@ -66,6 +66,9 @@ type Result struct {
 	BrokerCPU time.Duration `json:"broker_cpu_ns,omitempty"`
 	BrokerRSS int64         `json:"broker_rss_bytes,omitempty"`
 	BrokerHWM int64         `json:"broker_peak_rss_bytes,omitempty"`
+	// BrokerFaults is the broker's minor page faults over the run (see
+	// ProcUsage.Faults).
+	BrokerFaults int64 `json:"broker_minor_faults,omitempty"`
 	// Floor, when measured (bench produce --floor), is the disk's latency
 	// of one small write and fdatasync, measured just before the run.
 	Floor *FloorResult `json:"floor,omitempty"`
@@ -221,6 +224,7 @@ func finish(c *counters, start time.Time, pid int, before ProcUsage) Result {
 			res.BrokerCPU = after.CPU - before.CPU
 			res.BrokerRSS = after.RSS
 			res.BrokerHWM = after.PeakRSS
+			res.BrokerFaults = after.Faults - before.Faults
 		}
 	}
 	return res
@@ -326,8 +330,8 @@ func WriteSummary(w io.Writer, what string, r Result) {
 			f.Size, f.Dir, f.OpsPerSec())
 	}
 	if r.BrokerCPU > 0 {
-		fmt.Fprintf(w, "broker: cpu %.2fs (%.2fµs/record), rss %.1f MiB, peak rss %.1f MiB\n",
+		fmt.Fprintf(w, "broker: cpu %.2fs (%.2fµs/record), rss %.1f MiB, peak rss %.1f MiB, %d page faults\n",
 			r.BrokerCPU.Seconds(), float64(r.CPUPerRecord())/float64(time.Microsecond),
-			float64(r.BrokerRSS)/(1<<20), float64(r.BrokerHWM)/(1<<20))
+			float64(r.BrokerRSS)/(1<<20), float64(r.BrokerHWM)/(1<<20), r.BrokerFaults)
 	}
 }

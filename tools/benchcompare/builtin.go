@@ -50,7 +50,8 @@ func createTopic(n int32) func(addr string, pid int) (bench.Result, error) {
 		if err != nil {
 			return bench.Result{}, err
 		}
-		return bench.Result{Records: int64(n), Elapsed: elapsed, BrokerCPU: after.CPU - before.CPU, BrokerHWM: after.PeakRSS}, nil
+		return bench.Result{Records: int64(n), Elapsed: elapsed, BrokerCPU: after.CPU - before.CPU, BrokerHWM: after.PeakRSS,
+			BrokerFaults: after.Faults - before.Faults}, nil
 	}
 }
 
@@ -117,7 +118,7 @@ func coldSticky(n int32, records int, warm bool) func(addr string, pid int) (ben
 			return bench.Result{}, err
 		}
 		return bench.Result{Records: int64(records), Bytes: int64(records) * 100, Elapsed: elapsed,
-			BrokerCPU: after.CPU - before.CPU, BrokerHWM: after.PeakRSS}, nil
+			BrokerCPU: after.CPU - before.CPU, BrokerHWM: after.PeakRSS, BrokerFaults: after.Faults - before.Faults}, nil
 	}
 }
 

@@ -151,8 +151,8 @@ func main() {
 				if !quiet {
 					note = " (machine still busy after the wait)"
 				}
-				fmt.Fprintf(os.Stderr, "%s %s round %d: %.0f rec/s p50 %v cpu/rec %v, settled %v%s\n",
-					w.name, k.name, r+1, res.RecordsPerSec(), res.Latency.P50, res.CPUPerRecord(), waited.Round(time.Millisecond), note)
+				fmt.Fprintf(os.Stderr, "%s %s round %d: %.0f rec/s p50 %v cpu/rec %v, %d page faults, settled %v%s\n",
+					w.name, k.name, r+1, res.RecordsPerSec(), res.Latency.P50, res.CPUPerRecord(), res.BrokerFaults, waited.Round(time.Millisecond), note)
 				results[w.name][k.name] = append(results[w.name][k.name], res)
 			}
 		}
@@ -258,8 +258,8 @@ func median(rs []bench.Result, f func(bench.Result) float64) float64 {
 
 func printTable(sel []workload, kinds []brokerKind, results map[string]map[string][]bench.Result) {
 	var creates []workload
-	fmt.Println("| workload | broker | runs | rec/s (median) | vs kfake-mem | p50 | p99 | max | broker CPU/record | broker peak RSS |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| workload | broker | runs | rec/s (median) | vs kfake-mem | p50 | p99 | max | broker CPU/record | broker peak RSS | broker page faults |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, w := range sel {
 		if w.create {
 			creates = append(creates, w)
@@ -281,8 +281,9 @@ func printTable(sel []workload, kinds []brokerKind, results map[string]map[strin
 			mx := time.Duration(median(rs, func(r bench.Result) float64 { return float64(r.Latency.Max) }))
 			cpu := median(rs, func(r bench.Result) float64 { return float64(r.CPUPerRecord()) / 1e3 })
 			rss := median(rs, func(r bench.Result) float64 { return float64(r.BrokerHWM) / (1 << 20) })
-			fmt.Printf("| %s | %s | %d | %.0f | %s | %s | %s | %s | %.2f µs | %.0f MiB |\n",
-				w.name, k.name, len(rs), rps, ratio, p50.Round(time.Microsecond), p99.Round(time.Microsecond), mx.Round(time.Microsecond), cpu, rss)
+			faults := median(rs, func(r bench.Result) float64 { return float64(r.BrokerFaults) })
+			fmt.Printf("| %s | %s | %d | %.0f | %s | %s | %s | %s | %.2f µs | %.0f MiB | %.0f |\n",
+				w.name, k.name, len(rs), rps, ratio, p50.Round(time.Microsecond), p99.Round(time.Microsecond), mx.Round(time.Microsecond), cpu, rss, faults)
 		}
 	}
 	if len(creates) == 0 {
