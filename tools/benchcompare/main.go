@@ -8,9 +8,12 @@
 //	go build -o bin/kfakeserver ./tools/kfakeserver
 //	go run ./tools/benchcompare --sluice bin/sluice --kfake bin/kfakeserver --rounds 3
 //
-// --baseline adds a second Sluice binary (an earlier build) as broker
-// sluice-before, interleaved with the others, and --brokers keeps only
-// the named brokers. A run pays for what the run before it left (dirty
+// Broker sluice is Sluice on its default configuration (console, metrics
+// and schema registry on); sluice-bare is the same binary without them.
+// --baseline adds a second Sluice binary (an earlier build) as brokers
+// sluice-before and sluice-before-bare, interleaved with the others, and
+// --brokers keeps only the named brokers (by default all but the bare
+// ones). A run pays for what the run before it left (dirty
 // pages written back, freed inodes), so a broker's slot in the round and
 // the broker before it matter: the rounds follow a balanced Latin square,
 // each broker running in every slot and after each of the others as
@@ -78,30 +81,33 @@ func main() {
 	kfakeBin := flag.String("kfake", "", "kfakeserver binary (go build ./tools/kfakeserver)")
 	rounds := flag.Int("rounds", 3, "runs of each workload on each broker (interleaved)")
 	only := flag.String("workloads", "", "comma-separated workload names (default all)")
-	baseline := flag.String("baseline", "", "a second sluice binary (an earlier build), run as broker sluice-before beside --sluice")
+	baseline := flag.String("baseline", "", "a second sluice binary (an earlier build), run as brokers sluice-before and sluice-before-bare beside --sluice")
 	timeout := flag.Duration("timeout", 0, "passed to each `sluice bench` run as --timeout (0: its default); a loaded machine creates 2000 partitions slowly")
-	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all but sluice-console): sluice, sluice-console (its default configuration, console on), sluice-before, kfake-mem, kfake-sync")
+	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all but the -bare ones): sluice (its default configuration: console, metrics and schema registry on), sluice-bare (--http '' and no schema registry: the broker alone), sluice-before and sluice-before-bare (--baseline), kfake-mem, kfake-sync")
 	flag.Parse()
 	if *sluiceBin == "" || *kfakeBin == "" {
 		fmt.Fprintln(os.Stderr, "benchcompare: --sluice and --kfake are required")
 		os.Exit(2)
 	}
-	kinds := []brokerKind{
-		{"sluice", func(_, dir string, port int) *exec.Cmd {
-			// No console and no schema registry: measure the broker alone.
-			cmd := exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
-			cmd.Env = append(os.Environ(), "SLUICE_SCHEMA_REGISTRY=")
+	// serve starts a Sluice binary: its default configuration (console,
+	// metrics and the schema registry on a free port instead of the
+	// default 9644), or bare, without them (the broker alone).
+	serve := func(bin, dir string, port int, bare bool) *exec.Cmd {
+		listen := fmt.Sprintf("127.0.0.1:%d", port)
+		if bare {
+			cmd := exec.Command(bin, "serve", "--data", dir, "--listen", listen, "--http", "")
+			cmd.Env = append(os.Environ(), "SLUICE_SCHEMA_REGISTRY=") // builds without a schema registry ignore the variable
 			return cmd
-		}},
-		{"sluice-console", func(_, dir string, port int) *exec.Cmd {
-			// The default configuration: console, metrics and the schema
-			// registry on (on a free port instead of the default 9644).
-			hp, err := bench.FreePort()
-			if err != nil {
-				hp = port + 1
-			}
-			return exec.Command(*sluiceBin, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--http", fmt.Sprintf("127.0.0.1:%d", hp))
-		}},
+		}
+		hp, err := bench.FreePort()
+		if err != nil {
+			hp = port + 1
+		}
+		return exec.Command(bin, "serve", "--data", dir, "--listen", listen, "--http", fmt.Sprintf("127.0.0.1:%d", hp))
+	}
+	kinds := []brokerKind{
+		{"sluice", func(_, dir string, port int) *exec.Cmd { return serve(*sluiceBin, dir, port, false) }},
+		{"sluice-bare", func(_, dir string, port int) *exec.Cmd { return serve(*sluiceBin, dir, port, true) }},
 		{"kfake-mem", func(_, _ string, port int) *exec.Cmd {
 			return exec.Command(*kfakeBin, "--port", fmt.Sprint(port))
 		}},
@@ -110,15 +116,14 @@ func main() {
 		}},
 	}
 	if *baseline != "" {
-		kinds = append(kinds[:1], append([]brokerKind{{"sluice-before", func(_, dir string, port int) *exec.Cmd {
-			cmd := exec.Command(*baseline, "serve", "--data", dir, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--fsync", "always", "--http", "")
-			cmd.Env = append(os.Environ(), "SLUICE_SCHEMA_REGISTRY=") // builds with a schema registry leave it off; older ones ignore the variable
-			return cmd
-		}}}, kinds[1:]...)...)
+		kinds = append(kinds[:2], append([]brokerKind{
+			{"sluice-before", func(_, dir string, port int) *exec.Cmd { return serve(*baseline, dir, port, false) }},
+			{"sluice-before-bare", func(_, dir string, port int) *exec.Cmd { return serve(*baseline, dir, port, true) }},
+		}, kinds[2:]...)...)
 	}
 	var keep []brokerKind
 	for _, k := range kinds {
-		if *brokers == "" && k.name != "sluice-console" || slices.Contains(strings.Split(*brokers, ","), k.name) {
+		if *brokers == "" && !strings.HasSuffix(k.name, "-bare") || slices.Contains(strings.Split(*brokers, ","), k.name) {
 			keep = append(keep, k)
 		}
 	}
