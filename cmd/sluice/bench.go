@@ -231,7 +231,11 @@ write zeros over it and sync them (as the broker preallocates its
 segments), then time small overwrites, each followed by fdatasync, one at
 a time, and remove the file. The latency quantiles are the floor of any
 durable (acks=all) produce latency on that disk, and the writes per
-second the most one writer syncing each write can reach. No broker is
+second the most one writer syncing each write can reach. With --peer D
+each write first waits for a busy peer that answers after D, as a
+broker's next write waits for a client's next request: on a virtual
+machine a processor left idle makes the next fdatasync slower, so this
+is the floor to compare one synchronous producer's latency with. No broker is
 needed; run it beside a broker's benchmark to state its floor from the
 same machine and run. With --partitions N it also makes N directories,
 each with a file of --partition-bytes, durable in one batch of
@@ -259,6 +263,9 @@ times what it costs on the host).`,
 			}
 			if cfg.Size < 1 {
 				return usagef("bench floor: --size %d: want 1 or more", cfg.Size)
+			}
+			if cfg.Peer < 0 {
+				return usagef("bench floor: --peer %v: want 0 (off) or more", cfg.Peer)
 			}
 			if parts < 0 {
 				return usagef("bench floor: --partitions %d: want 0 (off) or more", parts)
@@ -302,6 +309,7 @@ times what it costs on the host).`,
 	f.IntVarP(&cfg.Ops, "ops", "n", 2000, "writes to time (0 or --duration: run for a time instead)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "run for this long instead of timing --ops writes")
 	f.IntVarP(&cfg.Size, "size", "s", 4096, "bytes per write")
+	f.DurationVar(&cfg.Peer, "peer", 0, "before each write, wait for a peer that answers after spinning this long (a client preparing its next request, e.g. 100us): the floor of one synchronous producer, whose broker idles between requests; 0: writes back to back")
 	f.IntVar(&parts, "partitions", 0, "also measure making this many partition directories, each with a segment file of --partition-bytes, durable (what a durable broker pays for fresh partitions' first writes); 0: off")
 	f.IntVar(&partBytes, "partition-bytes", 16384, "bytes written to each partition's file with --partitions")
 	f.IntVar(&memMiB, "memory", 0, "also measure the first touch of this many MiB of memory new to the process (what a fresh broker pays for each buffer it grows into); 0: off")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -21,6 +22,14 @@ type FloorConfig struct {
 	// the timed writes; they cycle through it. 0: 64 MiB, or less when
 	// Ops × Size is less.
 	FileBytes int64
+	// Peer, when above 0, makes each write wait for a reply from a peer
+	// that takes this long to answer (it keeps its own processor busy
+	// meanwhile), as a broker's acknowledgement waits for the client's
+	// next request: the writer's processor is idle between writes. On a
+	// virtual machine that idle is not free (the next write's fdatasync
+	// ends on a processor the host had descheduled), so this is the floor
+	// of one producer's synchronous requests. The wait is not timed.
+	Peer time.Duration
 }
 
 // defaultFloorFile is the default FileBytes: large enough that the writes
@@ -39,6 +48,8 @@ func (c *FloorConfig) validate() error {
 		return fmt.Errorf("write size %d must be at least 1", c.Size)
 	case c.FileBytes < 0:
 		return fmt.Errorf("file size %d must not be negative", c.FileBytes)
+	case c.Peer < 0:
+		return fmt.Errorf("peer time %v must not be negative", c.Peer)
 	}
 	st, err := os.Stat(c.Dir)
 	if err != nil {
@@ -59,7 +70,11 @@ type FloorResult struct {
 	Size    int           `json:"size"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Latency Latencies     `json:"latency_ns"` // one pwrite + fdatasync
-	// CPU is this process's user and system time over the timed writes:
+	// Peer is FloorConfig.Peer: how long each write waited for a peer
+	// before it (0: back to back). Elapsed and CPU include the waits.
+	Peer time.Duration `json:"peer_ns,omitempty"`
+	// CPU is this process's user and system time over the timed writes
+	// (without the peer's, with Peer):
 	// what the kernel charges a writer for its durable writes, the least
 	// a durable broker pays per group commit beside an in-memory one (0
 	// where the platform does not report it).
@@ -86,9 +101,9 @@ func (r FloorResult) CPUPerOp() time.Duration {
 // writes zeros over all of it and syncs them (so that the timed writes
 // allocate nothing and fdatasync flushes data only, as the broker's
 // preallocated segments do), then times, one at a time, a write of
-// cfg.Size bytes at the next offset followed by fdatasync. The file is
-// removed at the end. ctx ends the run early; the writes done so far are
-// reported.
+// cfg.Size bytes at the next offset followed by fdatasync (after a
+// round trip to a peer taking cfg.Peer, when set). The file is removed at
+// the end. ctx ends the run early; the writes done so far are reported.
 func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
 	if err := cfg.validate(); err != nil {
 		return FloorResult{}, err
@@ -116,6 +131,15 @@ func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
 	for i := range buf {
 		buf[i] = byte(i*7 + 1) // not zeros: the disk must write them
 	}
+	var p *peer
+	var wait func() error
+	if cfg.Peer > 0 {
+		if p, err = startPeer(cfg.Peer); err != nil {
+			return FloorResult{}, err
+		}
+		defer p.stop()
+		wait = p.roundTrip
+	}
 	var h Histogram
 	var off int64
 	cpu0, err := processCPU()
@@ -131,6 +155,11 @@ func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
 		if ctx.Err() != nil || (cfg.Ops == 0 && !time.Now().Before(deadline)) {
 			break
 		}
+		if wait != nil {
+			if err := wait(); err != nil {
+				return FloorResult{}, err
+			}
+		}
 		t0 := time.Now()
 		if _, err := f.WriteAt(buf, off); err != nil {
 			return FloorResult{}, err
@@ -144,6 +173,10 @@ func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
 		}
 	}
 	elapsed := time.Since(start)
+	var peerCPU time.Duration
+	if p != nil {
+		peerCPU = p.stop() // its spinning is the client's, not the writer's
+	}
 	cpu1, err := processCPU()
 	if err != nil {
 		return FloorResult{}, err
@@ -154,8 +187,75 @@ func Floor(ctx context.Context, cfg FloorConfig) (FloorResult, error) {
 		Size:    cfg.Size,
 		Elapsed: elapsed,
 		Latency: h.Summary(),
-		CPU:     cpu1 - cpu0,
+		CPU:     max(0, cpu1-cpu0-peerCPU),
+		Peer:    cfg.Peer,
 	}, nil
+}
+
+// peer answers each byte the writer sends after spinning for its time,
+// on a thread of its own, as a client busy preparing its next request.
+type peer struct {
+	toPeer, fromPeer *os.File // the writer's ends
+	done             chan struct{}
+	cpu              time.Duration // the peer thread's CPU time, once done is closed
+}
+
+func startPeer(d time.Duration) (*peer, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	p := &peer{toPeer: inW, fromPeer: outR, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		defer inR.Close()
+		defer outW.Close()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cpu0 := threadCPU()
+		defer func() { p.cpu = threadCPU() - cpu0 }()
+		b := make([]byte, 1)
+		for {
+			if _, err := inR.Read(b); err != nil {
+				return // the writer closed its end
+			}
+			for t := time.Now(); time.Since(t) < d; {
+			}
+			if _, err := outW.Write(b); err != nil {
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+// roundTrip sends the peer a byte and waits for its answer.
+func (p *peer) roundTrip() error {
+	b := []byte{1}
+	if _, err := p.toPeer.Write(b); err != nil {
+		return fmt.Errorf("floor peer: %w", err)
+	}
+	if _, err := p.fromPeer.Read(b); err != nil {
+		return fmt.Errorf("floor peer: %w", err)
+	}
+	return nil
+}
+
+// stop ends the peer (again: a no-op) and returns its thread's CPU time.
+func (p *peer) stop() time.Duration {
+	if p.toPeer != nil {
+		p.toPeer.Close()
+		<-p.done
+		p.fromPeer.Close()
+		p.toPeer = nil
+	}
+	return p.cpu
 }
 
 // zeroFile writes size bytes of zeros to f from offset 0 and syncs them.
@@ -172,8 +272,12 @@ func zeroFile(f *os.File, size int64) error {
 // WriteFloor prints a floor result in the style of WriteSummary.
 func WriteFloor(w io.Writer, r FloorResult) {
 	l := r.Latency
-	fmt.Fprintf(w, "floor: %d writes of %d B + fdatasync in %s in %.2fs: %.0f ops/s\n",
-		r.Ops, r.Size, r.Dir, r.Elapsed.Seconds(), r.OpsPerSec())
+	peer := ""
+	if r.Peer > 0 {
+		peer = fmt.Sprintf(", each after a %s round trip to a busy peer", fmtDur(r.Peer))
+	}
+	fmt.Fprintf(w, "floor: %d writes of %d B + fdatasync in %s%s in %.2fs: %.0f ops/s\n",
+		r.Ops, r.Size, r.Dir, peer, r.Elapsed.Seconds(), r.OpsPerSec())
 	fmt.Fprintf(w, "latency: p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
 		fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.P999), fmtDur(l.Max))
 	if r.CPU > 0 {

@@ -12,3 +12,6 @@ func fdatasync(f *os.File) error { return f.Sync() }
 
 // processCPU is not measured here: it reports 0.
 func processCPU() (time.Duration, error) { return 0, nil }
+
+// threadCPU is not measured here: it reports 0.
+func threadCPU() time.Duration { return 0 }

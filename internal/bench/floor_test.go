@@ -49,6 +49,22 @@ func TestFloor(t *testing.T) {
 		t.Fatalf("by duration: %d ops, %v", res.Ops, err)
 	}
 
+	// With a peer, each write first waits for its answer; the peer's
+	// spinning is not counted as the writer's CPU, and its goroutine ends
+	// with the run.
+	res, err = Floor(context.Background(), FloorConfig{Dir: dir, Ops: 20, Size: 4096, Peer: 50 * time.Microsecond})
+	if err != nil || res.Ops != 20 || res.Peer != 50*time.Microsecond {
+		t.Fatalf("with a peer: %+v, %v", res, err)
+	}
+	if res.Elapsed < 20*res.Peer {
+		t.Fatalf("20 writes each after a peer spinning %v took %v", res.Peer, res.Elapsed)
+	}
+	out.Reset()
+	WriteFloor(&out, res)
+	if !strings.Contains(out.String(), "each after a 50µs round trip to a busy peer") {
+		t.Fatalf("summary %q", out.String())
+	}
+
 	file := filepath.Join(dir, "f")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -62,6 +78,7 @@ func TestFloor(t *testing.T) {
 		{FloorConfig{Dir: dir, Ops: 1}, "write size 0"},
 		{FloorConfig{Dir: filepath.Join(dir, "missing"), Ops: 1, Size: 1}, "no such file or directory"},
 		{FloorConfig{Dir: file, Ops: 1, Size: 1}, "is not a directory"},
+		{FloorConfig{Dir: dir, Ops: 1, Size: 1, Peer: -time.Microsecond}, "peer time -1µs must not be negative"},
 	} {
 		if _, err := Floor(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error containing %q", c.cfg, err, c.want)
