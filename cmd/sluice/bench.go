@@ -67,6 +67,7 @@ func newBenchProduceCmd() *cobra.Command {
 		compression string
 		linger      time.Duration
 		floorDir    string
+		floorPeer   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "produce",
@@ -78,6 +79,9 @@ func newBenchProduceCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := runLength(cmd.Flags(), &cfg); err != nil {
 				return err
+			}
+			if floorPeer < 0 {
+				return usagef("--floor-peer %v: want 0 (off) or more", floorPeer)
 			}
 			var opts []kgo.Opt
 			switch acks {
@@ -110,7 +114,7 @@ func newBenchProduceCmd() *cobra.Command {
 			}
 			var floor *bench.FloorResult
 			if floorDir != "" {
-				fr, err := bench.Floor(ctx, bench.FloorConfig{Dir: floorDir, Ops: floorOpsWithRun, Size: 4096})
+				fr, err := bench.Floor(ctx, bench.FloorConfig{Dir: floorDir, Ops: floorOpsWithRun, Size: 4096, Peer: floorPeer})
 				if err != nil {
 					return fmt.Errorf("bench produce --floor: %w", err)
 				}
@@ -145,6 +149,7 @@ func newBenchProduceCmd() *cobra.Command {
 	f.StringVarP(&compression, "compression", "z", "none", "none, gzip, snappy, lz4 or zstd")
 	f.DurationVar(&linger, "linger", 0, "producer linger (Kafka's linger.ms)")
 	f.StringVar(&floorDir, "floor", "", "before the run, measure the disk's floor (as bench floor) in this directory, the broker's --data, and report it beside the latencies")
+	f.DurationVar(&floorPeer, "floor-peer", 0, "with --floor: each of its writes after a round trip to a peer busy this long (as bench floor --peer; e.g. 100us beside --sync --callers 1)")
 	return cmd
 }
 

@@ -180,7 +180,7 @@ func TestBenchFloorREADME(t *testing.T) {
 		} else if floor.Memory != nil {
 			t.Fatalf("%v: a memory floor without --memory", argv)
 		}
-		if strings.Contains(line, "--peer 100us") != (floor.Peer == 100*time.Microsecond) {
+		if strings.Contains(line, "peer 100us") != (floor.Peer == 100*time.Microsecond) {
 			t.Fatalf("%v: peer %v", argv, floor.Peer)
 		}
 	}
@@ -195,6 +195,7 @@ func TestBenchFloorREADME(t *testing.T) {
 		{[]string{"floor", "--data", dir, "--ops", "5", "--partitions", "-1"}, "--partitions -1"},
 		{[]string{"floor", "--data", dir, "--ops", "5", "--memory", "-1"}, "--memory -1"},
 		{[]string{"floor", "--data", dir, "--ops", "5", "--peer", "-1ms"}, "--peer -1ms"},
+		{[]string{"produce", "-b", addr, "--floor", dir, "--floor-peer", "-1ms"}, "--floor-peer -1ms"},
 		{[]string{"floor", "--data", dir + "/missing"}, "no such file or directory"},
 	} {
 		cmd := newBenchCmd()

@@ -133,3 +133,23 @@ func TestMemoryFloor(t *testing.T) {
 		t.Fatalf("100 bytes: %v", err)
 	}
 }
+
+// TestSummaryFloor prints a produce run's floor beside its latencies,
+// naming the peer's time when the floor waited for one.
+func TestSummaryFloor(t *testing.T) {
+	r := Result{Records: 10, Elapsed: time.Second, Latency: Latencies{P50: time.Millisecond, Max: 2 * time.Millisecond}}
+	for _, c := range []struct {
+		peer time.Duration
+		want string
+	}{
+		{0, "(4096 B write + fdatasync in /data, 10 ops/s)"},
+		{100 * time.Microsecond, "(4096 B write + fdatasync in /data, each after a 100µs peer, 10 ops/s)"},
+	} {
+		r.Floor = &FloorResult{Dir: "/data", Ops: 10, Size: 4096, Elapsed: time.Second, Latency: Latencies{P50: 90 * time.Microsecond, Max: time.Millisecond}, Peer: c.peer}
+		var out bytes.Buffer
+		WriteSummary(&out, "produce", r)
+		if !strings.Contains(out.String(), "\nfloor:   p50 90µs") || !strings.Contains(out.String(), c.want) {
+			t.Errorf("peer %v: summary %q, want %q", c.peer, out.String(), c.want)
+		}
+	}
+}

@@ -325,9 +325,13 @@ func WriteSummary(w io.Writer, what string, r Result) {
 			fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P99), fmtDur(l.P999), fmtDur(l.Max))
 	}
 	if f := r.Floor; f != nil {
-		fmt.Fprintf(w, "floor:   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (%d B write + fdatasync in %s, %.0f ops/s)\n",
+		peer := ""
+		if f.Peer > 0 {
+			peer = ", each after a " + fmtDur(f.Peer) + " peer"
+		}
+		fmt.Fprintf(w, "floor:   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (%d B write + fdatasync in %s%s, %.0f ops/s)\n",
 			fmtDur(f.Latency.P50), fmtDur(f.Latency.P90), fmtDur(f.Latency.P99), fmtDur(f.Latency.P999), fmtDur(f.Latency.Max),
-			f.Size, f.Dir, f.OpsPerSec())
+			f.Size, f.Dir, peer, f.OpsPerSec())
 	}
 	if r.BrokerCPU > 0 {
 		fmt.Fprintf(w, "broker: cpu %.2fs (%.2fµs/record), rss %.1f MiB, peak rss %.1f MiB, %d page faults\n",
