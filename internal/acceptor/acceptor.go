@@ -77,6 +77,10 @@ type Acceptor struct {
 	cfg  Config
 	log  partitionLog
 	kick chan struct{} // (buffered 1) makes the run goroutine look at its state again
+	// behind is set by the WAL (its OnBehind, see runState.tickOnDemand)
+	// when it may want this partition's checkpoint, and cleared by the
+	// flush tick that looks.
+	behind atomic.Bool
 
 	hw atomic.Int64 // high watermark: readers never read at or past it
 

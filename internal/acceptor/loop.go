@@ -67,6 +67,11 @@ type runState struct {
 
 	flushTick, retainTick <-chan time.Time // retainTick is nil when retention is off
 	stopTickers           func()
+	// tickOnDemand: the WAL says when it may want a checkpoint
+	// (walNotifier), so an idle partition whose appends are all durable
+	// waits without the flush tick until it does: thousands of idle
+	// partitions then cost no wake-up a second each.
+	tickOnDemand bool
 
 	// While failed, healTimer fires the next attempt to recover the log;
 	// healC is its channel (nil when none is armed), healDelay the wait
@@ -103,6 +108,41 @@ func (r *runState) startRun() {
 		r.retainTick, stopRet = a.cfg.NewTicker(a.cfg.RetentionCheck)
 	}
 	r.stopTickers = func() { stopFlush(); stopRet() }
+	if n, ok := a.cfg.WAL.(walNotifier); ok && a.cfg.Fsync == FsyncAlways {
+		r.tickOnDemand = true
+		n.OnBehind(a.walBehind)
+		if a.cfg.WAL.Behind() { // asked before it listened
+			a.behind.Store(true)
+		}
+	}
+}
+
+// walNotifier is a WAL that says when a partition's checkpoint may be
+// wanted (wal.Handle.OnBehind): it calls f whenever Behind may have
+// turned true.
+type walNotifier interface {
+	OnBehind(f func())
+}
+
+// walBehind is the WAL's notification that it may want a checkpoint: the
+// run goroutine waits with the flush tick again, which asks Behind.
+func (a *Acceptor) walBehind() {
+	if !a.behind.Swap(true) { // else the run goroutine was told already
+		a.kickRun()
+	}
+}
+
+// flushTickC is the flush tick's channel for the run goroutine's wait, or
+// nil when the tick has nothing to do until the WAL says otherwise (see
+// tickOnDemand): everything written is durable and the WAL has not asked.
+// A wait that began while a WAL sync was running keeps the tick (the
+// flusher finishes the sync without waking the run goroutine): the
+// partition takes at most one tick more before it waits without.
+func (r *runState) flushTickC() <-chan time.Time {
+	if r.tickOnDemand && r.written <= r.synced && len(r.pending) == 0 && !r.ckptWanted && !r.a.behind.Load() {
+		return nil
+	}
+	return r.flushTick
 }
 
 // preallocMaxSync: the log writes zeros ahead (storage.Log.Preallocate)
@@ -243,7 +283,7 @@ func (a *Acceptor) loop() {
 			// Wait without runMu, so that Enqueue callers and the
 			// WAL's flusher can work in this goroutine's stead; what
 			// they change that this select waits on comes with a kick.
-			healC, retainC := r.healC, r.retainTick
+			healC, retainC, flushWait := r.healC, r.retainTick, r.flushTickC()
 			var err error
 			ev := evNone
 			a.runMu.Unlock()
@@ -254,7 +294,7 @@ func (a *Acceptor) loop() {
 				}
 			case err = <-r.syncDone:
 				ev = evSync
-			case <-flushC:
+			case <-flushWait:
 				ev = evFlush
 			case <-retainC:
 				ev = evRetain
@@ -392,6 +432,9 @@ func (r *runState) onFlushTick() {
 	if r.cfg.Fsync == FsyncNever || r.failed != nil {
 		return
 	}
+	// Cleared before Behind is asked: a seal after the question sets it
+	// again, and the next tick looks.
+	r.a.behind.Store(false)
 	if len(r.pending) > 0 {
 		r.write(r.buf, r.bufHdrs)
 	}

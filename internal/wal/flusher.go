@@ -365,6 +365,7 @@ func (w *WAL) seal() {
 	w.keep = keep
 	w.mu.Unlock()
 	w.collect()
+	w.notifyBehind()
 }
 
 // abandon gives up the active segment after a failed write or sync and
@@ -379,6 +380,7 @@ func (w *WAL) abandon(err error) error {
 		w.mu.Unlock()
 	}
 	w.collect()
+	w.notifyBehind()
 	return err
 }
 

@@ -58,6 +58,10 @@ func (h *Handle) Idle() bool { return h.w.Idle() }
 // Behind reports whether the key should checkpoint now (see WAL.Behind).
 func (h *Handle) Behind() bool { return h.w.Behind(h.k) }
 
+// OnBehind registers f, called whenever Behind may have turned true (see
+// WAL.OnBehind); nil removes it.
+func (h *Handle) OnBehind(f func()) { h.w.OnBehind(h.k, f) }
+
 // Failures counts the failed rounds that carried entries of the key. A
 // writer whose waits run concurrently (not one after another, as a
 // partition's acceptor's do) compares it before and after: a Sync that

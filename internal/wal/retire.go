@@ -82,7 +82,56 @@ func (w *WAL) Forget(k Key) {
 	w.Checkpoint(k, math.MaxInt64)
 	w.mu.Lock()
 	delete(w.ckpt, k)
+	delete(w.notify, k)
 	w.mu.Unlock()
+}
+
+// OnBehind registers f as k's notification (nil: none): f is called
+// whenever Behind(k) may have turned true, so that a key's owner need not
+// ask Behind on a timer. Behind turns true only when a segment is sealed
+// (the count of sealed segments and the number the WAL keeps change
+// then, and a sealed segment gains no entries), so f is called after a
+// seal that leaves the WAL holding as many sealed segments as it keeps,
+// for every key with entries in them, on the goroutine that sealed, with
+// no lock of the WAL held. It must not block; it may be called again
+// before its key checkpointed.
+func (w *WAL) OnBehind(k Key, f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f == nil {
+		delete(w.notify, k)
+		return
+	}
+	w.notify[k] = f
+}
+
+// notifyBehind calls the OnBehind functions of the keys Behind reports
+// true for now. Called after a segment is sealed, without w.mu.
+func (w *WAL) notifyBehind() {
+	var fs []func()
+	w.mu.Lock()
+	sealed := 0
+	for _, s := range w.segs {
+		if !s.sealed {
+			break
+		}
+		sealed++
+	}
+	if sealed >= w.keep && len(w.notify) > 0 {
+		seen := map[Key]bool{}
+		for _, s := range w.segs[:sealed] {
+			for k := range s.ends {
+				if f := w.notify[k]; f != nil && !seen[k] {
+					seen[k] = true
+					fs = append(fs, f)
+				}
+			}
+		}
+	}
+	w.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 // collect removes the oldest sealed segments that no key needs any more,

@@ -127,6 +127,7 @@ type WAL struct {
 	stats     Stats          // rounds so far, for metrics
 	failed    map[Key]uint64 // per key, the failed rounds that carried its entries
 	keep      int            // sealed segments held before Behind asks for checkpoints (see keepFor)
+	notify    map[Key]func() // per key, its OnBehind function
 
 	rmMu sync.Mutex // serializes the removal of segment files (taken before mu)
 
@@ -205,6 +206,7 @@ func Open(o Options) (*WAL, *Replay, error) {
 		log:        o.Logger,
 		keep:       minKeepSealed,
 		ckpt:       map[Key]int64{},
+		notify:     map[Key]func(){},
 		failed:     map[Key]uint64{},
 		prepC:      make(chan prepared),
 		stop:       make(chan struct{}),
