@@ -63,18 +63,26 @@ func (w *WAL) keepFor(keys int) int {
 func (w *WAL) Behind(k Key) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	sealed := 0
-	has := false
-	for _, s := range w.segs {
-		if !s.sealed {
-			break
-		}
-		sealed++
+	sealed := w.sealedLocked()
+	if len(sealed) < w.keep {
+		return false
+	}
+	for _, s := range sealed {
 		if _, ok := s.ends[k]; ok {
-			has = true
+			return true
 		}
 	}
-	return has && sealed >= w.keep
+	return false
+}
+
+// sealedLocked returns the sealed segments at the head of the WAL, the
+// ones checkpoints retire. The caller holds w.mu.
+func (w *WAL) sealedLocked() []*seg {
+	n := 0
+	for n < len(w.segs) && w.segs[n].sealed {
+		n++
+	}
+	return w.segs[:n]
 }
 
 // Forget drops k (its log was deleted): none of its entries are needed.
@@ -110,16 +118,9 @@ func (w *WAL) OnBehind(k Key, f func()) {
 func (w *WAL) notifyBehind() {
 	var fs []func()
 	w.mu.Lock()
-	sealed := 0
-	for _, s := range w.segs {
-		if !s.sealed {
-			break
-		}
-		sealed++
-	}
-	if sealed >= w.keep && len(w.notify) > 0 {
+	if sealed := w.sealedLocked(); len(sealed) >= w.keep && len(w.notify) > 0 {
 		seen := map[Key]bool{}
-		for _, s := range w.segs[:sealed] {
+		for _, s := range sealed {
 			for k := range s.ends {
 				if f := w.notify[k]; f != nil && !seen[k] {
 					seen[k] = true
