@@ -226,7 +226,7 @@ func newBenchFloorCmd() *cobra.Command {
 		cfg              bench.FloorConfig
 		asJSON           bool
 		parts, partBytes int
-		memMiB           int
+		memMiB, segMiB   int
 	)
 	cmd := &cobra.Command{
 		Use:   "floor",
@@ -250,10 +250,15 @@ partitions hold their first bytes. With --memory N it also writes once
 to every page of N MiB new to the process and reports the time and CPU
 per page: what a fresh broker pays for each buffer it grows into (on a
 virtual machine whose host takes back the guest's free pages, several
-times what it costs on the host).`,
+times what it costs on the host). With --segments N it also appends N
+MiB in 16 KiB writes to 16 new files through the page cache, as
+partitions' segments take their bytes, then fdatasyncs each, and reports
+the CPU per MiB: what a durable broker pays to keep each byte in its
+segments, beside an in-memory broker that keeps it in its heap.`,
 		Example: `  sluice bench floor --data ./sluice-data
   sluice bench floor --data /var/lib/sluice --duration 10s --size 512
-  sluice bench floor --data ./sluice-data --partitions 2000 --memory 256`,
+  sluice bench floor --data ./sluice-data --partitions 2000 --memory 256
+  sluice bench floor --data ./sluice-data --segments 256`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
@@ -278,6 +283,9 @@ times what it costs on the host).`,
 			if memMiB < 0 {
 				return usagef("bench floor: --memory %d: want 0 (off) or more MiB", memMiB)
 			}
+			if segMiB < 0 {
+				return usagef("bench floor: --segments %d: want 0 (off) or more MiB", segMiB)
+			}
 			res, err := bench.Floor(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("bench floor: %w", err)
@@ -296,6 +304,13 @@ times what it costs on the host).`,
 				}
 				res.Memory = &mr
 			}
+			if segMiB > 0 {
+				sr, err := bench.SegmentsFloor(cmd.Context(), bench.SegmentsFloorConfig{Dir: cfg.Dir, Bytes: int64(segMiB) << 20})
+				if err != nil {
+					return fmt.Errorf("bench floor --segments: %w", err)
+				}
+				res.Segments = &sr
+			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 			}
@@ -305,6 +320,9 @@ times what it costs on the host).`,
 			}
 			if res.Memory != nil {
 				bench.WriteMemoryFloor(cmd.OutOrStdout(), *res.Memory)
+			}
+			if res.Segments != nil {
+				bench.WriteSegmentsFloor(cmd.OutOrStdout(), *res.Segments)
 			}
 			return nil
 		},
@@ -318,6 +336,7 @@ times what it costs on the host).`,
 	f.IntVar(&parts, "partitions", 0, "also measure making this many partition directories, each with a segment file of --partition-bytes, durable (what a durable broker pays for fresh partitions' first writes); 0: off")
 	f.IntVar(&partBytes, "partition-bytes", 16384, "bytes written to each partition's file with --partitions")
 	f.IntVar(&memMiB, "memory", 0, "also measure the first touch of this many MiB of memory new to the process (what a fresh broker pays for each buffer it grows into); 0: off")
+	f.IntVar(&segMiB, "segments", 0, "also measure appending this many MiB in 16 KiB writes to segment files through the page cache, and their fdatasync (what a durable broker pays per byte it keeps in its segments); 0: off")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout")
 	return cmd
 }

@@ -180,6 +180,18 @@ func TestBenchFloorREADME(t *testing.T) {
 		} else if floor.Memory != nil {
 			t.Fatalf("%v: a memory floor without --memory", argv)
 		}
+		if strings.Contains(line, "--segments") {
+			seg := floor.Segments
+			if seg == nil || seg.Bytes != 64<<20 || seg.Files != bench.SegmentsFloorFiles || seg.Elapsed <= 0 || runtime.GOOS == "linux" && seg.CPUPerMiB() <= 0 {
+				t.Fatalf("%v: segments floor %+v", argv, seg)
+			}
+			left, err := os.ReadDir(dir)
+			if err != nil || len(left) != 0 {
+				t.Fatalf("%v: scratch files left behind: %v %v", argv, left, err)
+			}
+		} else if floor.Segments != nil {
+			t.Fatalf("%v: a segments floor without --segments", argv)
+		}
 		if strings.Contains(line, "peer 100us") != (floor.Peer == 100*time.Microsecond) {
 			t.Fatalf("%v: peer %v", argv, floor.Peer)
 		}
@@ -194,6 +206,7 @@ func TestBenchFloorREADME(t *testing.T) {
 		{[]string{"floor", "--data", dir, "--size", "0"}, "--size 0"},
 		{[]string{"floor", "--data", dir, "--ops", "5", "--partitions", "-1"}, "--partitions -1"},
 		{[]string{"floor", "--data", dir, "--ops", "5", "--memory", "-1"}, "--memory -1"},
+		{[]string{"floor", "--data", dir, "--ops", "5", "--segments", "-1"}, "--segments -1"},
 		{[]string{"floor", "--data", dir, "--ops", "5", "--peer", "-1ms"}, "--peer -1ms"},
 		{[]string{"produce", "-b", addr, "--floor", dir, "--floor-peer", "-1ms"}, "--floor-peer -1ms"},
 		{[]string{"floor", "--data", dir + "/missing"}, "no such file or directory"},

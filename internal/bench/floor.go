@@ -83,6 +83,9 @@ type FloorResult struct {
 	Files *FilesFloorResult `json:"files,omitempty"`
 	// Memory is the memory floor (MemoryFloor), when it was measured too.
 	Memory *MemoryFloorResult `json:"memory,omitempty"`
+	// Segments is the segments floor (SegmentsFloor), when it was
+	// measured too.
+	Segments *SegmentsFloorResult `json:"segments,omitempty"`
 }
 
 // OpsPerSec is the number of durable writes per second, one at a time.

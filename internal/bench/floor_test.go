@@ -114,6 +114,48 @@ func TestFilesFloor(t *testing.T) {
 	}
 }
 
+// TestSegmentsFloor writes the bytes it reports over its files, leaves
+// nothing behind, and refuses a bad configuration.
+func TestSegmentsFloor(t *testing.T) {
+	dir := t.TempDir()
+	const n = 1<<20 + 100 // a last write shorter than the others
+	res, err := SegmentsFloor(context.Background(), SegmentsFloorConfig{Dir: dir, Bytes: n, Files: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes != n || res.Files != 3 || res.WriteSize != 16<<10 || res.Dir != dir || res.Elapsed <= 0 || res.WriteCPU < 0 || res.SyncCPU < 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if runtime.GOOS == "linux" && res.CPUPerMiB() <= 0 {
+		t.Fatalf("no CPU measured: %+v", res)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("scratch files left behind: %v %v", left, err)
+	}
+	var out bytes.Buffer
+	WriteSegmentsFloor(&out, res)
+	if !strings.HasPrefix(out.String(), "segment writes: 1 MiB in 16 KiB writes to 3 files through the page cache") || !strings.Contains(out.String(), "per MiB; writes ") {
+		t.Fatalf("summary %q", out.String())
+	}
+	if res, err := SegmentsFloor(context.Background(), SegmentsFloorConfig{Dir: dir, Bytes: 64 << 10}); err != nil || res.Files != SegmentsFloorFiles {
+		t.Fatalf("default files: %+v %v", res, err)
+	}
+	for _, c := range []struct {
+		cfg  SegmentsFloorConfig
+		want string
+	}{
+		{SegmentsFloorConfig{Bytes: 1 << 20}, "a directory is required"},
+		{SegmentsFloorConfig{Dir: dir, Bytes: 100}, "want at least 16384"},
+		{SegmentsFloorConfig{Dir: dir, Bytes: 1 << 20, Files: -1}, "want 1 or more"},
+		{SegmentsFloorConfig{Dir: filepath.Join(dir, "missing"), Bytes: 1 << 20}, "no such file or directory"},
+	} {
+		if _, err := SegmentsFloor(context.Background(), c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c.cfg, err, c.want)
+		}
+	}
+}
+
 // TestMemoryFloor touches every page of the memory it reports and
 // refuses less than a page.
 func TestMemoryFloor(t *testing.T) {
