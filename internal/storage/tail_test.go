@@ -463,3 +463,96 @@ func TestWriteBehindWholeWrites(t *testing.T) {
 		t.Fatal("after the failed write reads differ from what was appended before it")
 	}
 }
+
+// writeRecorder records the offset and length of every WriteAt to the
+// file under a write-behind tail.
+type writeRecorder struct {
+	vfs.File
+	writes [][2]int64 // offset, length
+}
+
+func (r *writeRecorder) WriteAt(p []byte, off int64) (int, error) {
+	r.writes = append(r.writes, [2]int64{off, int64(len(p))})
+	return r.File.WriteAt(p, off)
+}
+
+// TestWriteBehindPageWrites appends batches of many sizes under a 16 KiB
+// tail, with Syncs between them that leave the tail's start inside a page
+// (as the checkpoints do): every write the appends make ends on a page
+// boundary and is at most the limit, only the first after a Sync starts
+// inside a page, the bytes of the last partial page stay in the tail and
+// read back, a batch larger than the limit after them leaves no gap in
+// the file, and Sync writes the rest, which a reopened log reads whole.
+func TestWriteBehindPageWrites(t *testing.T) {
+	const limit = 16 << 10
+	m := vfs.NewMem()
+	cfg := Config{Preallocate: -1, WriteBehind: limit}
+	l := mustOpen(t, m, dir, cfg)
+	tf := tailOf(t, l)
+	rec := &writeRecorder{File: tf.f}
+	tf.f = rec
+	a := newAppender(t, l)
+	rng := rand.New(rand.NewPCG(5, 6))
+	appends := 0
+	for round := range 4 {
+		if round > 0 {
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if got := rawSize(t, l); got%tailPage == 0 {
+				t.Fatalf("round %d: the Sync left the file at %d bytes, a page boundary: the test needs a tail starting inside a page", round, got)
+			}
+		}
+		rec.writes = rec.writes[:0]
+		for range 100 {
+			a.add(1+rng.IntN(3), 40+rng.IntN(1200), int64(appends))
+			appends++
+		}
+		if len(rec.writes) < 5 {
+			t.Fatalf("round %d: %d file writes", round, len(rec.writes))
+		}
+		for i, w := range rec.writes {
+			if (w[0]+w[1])%tailPage != 0 || w[1] > limit || w[1] <= 0 {
+				t.Fatalf("round %d: write %d at %d of %d bytes: want at most %d bytes ending on a %d-byte page boundary", round, i, w[0], w[1], limit, tailPage)
+			}
+			if i > 0 && w[0] != rec.writes[i-1][0]+rec.writes[i-1][1] {
+				t.Fatalf("round %d: write %d at %d after one ending at %d", round, i, w[0], rec.writes[i-1][0]+rec.writes[i-1][1])
+			}
+			if i > 0 && w[0]%tailPage != 0 {
+				t.Fatalf("round %d: write %d starts at %d, inside a page: the partial page was not carried", round, i, w[0])
+			}
+		}
+		flushed := rawSize(t, l)
+		if flushed%tailPage != 0 || int64(len(a.data))-flushed != int64(len(tf.buf)) || len(tf.buf) > limit {
+			t.Fatalf("round %d: file %d bytes, tail %d, appended %d", round, flushed, len(tf.buf), len(a.data))
+		}
+		if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+			t.Fatalf("round %d: reads differ from what was appended", round)
+		}
+	}
+
+	// A batch of more than the limit goes to the file directly, after the
+	// tail's bytes.
+	if len(tf.buf) == 0 {
+		a.add(1, 100, 1000) // leave a partial page in the tail
+	}
+	a.add(1, 3*limit, 1001)
+	if got := rawSize(t, l); got != int64(len(a.data)) {
+		t.Fatalf("after a batch larger than the tail the file holds %d bytes, want %d", got, len(a.data))
+	}
+	a.add(2, 300, 1002)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawSize(t, l); got != int64(len(a.data)) {
+		t.Fatalf("after Sync the file holds %d bytes, want %d", got, len(a.data))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, m, dir, cfg)
+	defer l.Close()
+	if got := readAll(t, l, 0); !bytes.Equal(got, a.data) {
+		t.Fatal("the reopened log differs from what was appended")
+	}
+}
