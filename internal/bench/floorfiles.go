@@ -52,10 +52,7 @@ func FilesFloor(ctx context.Context, cfg FilesFloorConfig) (FilesFloorResult, er
 		return FilesFloorResult{}, err
 	}
 	defer os.RemoveAll(scratch)
-	buf := make([]byte, cfg.Bytes)
-	for i := range buf {
-		buf[i] = byte(i*7 + 1)
-	}
+	buf := patterned(cfg.Bytes)
 	fs := vfs.OS()
 	set := vfs.NewSyncSet(fs, scratch)
 	defer set.Close()
@@ -105,4 +102,14 @@ func WriteFilesFloor(w io.Writer, r FilesFloorResult) {
 	n := time.Duration(r.Partitions)
 	fmt.Fprintf(w, "partition files: %d directories with a file of %d B, made durable in %s in %.3fs (%s each), CPU %.3fs (%s each)\n",
 		r.Partitions, r.Bytes, r.Dir, r.Elapsed.Seconds(), fmtDur(r.Elapsed/n), r.CPU.Seconds(), fmtDur(r.CPU/n))
+}
+
+// patterned returns n bytes of a fixed non-zero pattern, what the floors
+// write.
+func patterned(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + 1)
+	}
+	return b
 }

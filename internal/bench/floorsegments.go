@@ -89,10 +89,7 @@ func SegmentsFloor(ctx context.Context, cfg SegmentsFloorConfig) (SegmentsFloorR
 		}
 		files[i] = f
 	}
-	buf := make([]byte, segmentsFloorWrite)
-	for i := range buf {
-		buf[i] = byte(i*7 + 1)
-	}
+	buf := patterned(segmentsFloorWrite)
 	offs := make([]int64, cfg.Files)
 	cpu0, err := processCPU()
 	if err != nil {
