@@ -66,7 +66,8 @@ type Config struct {
 	WAL WAL
 	// WALMaxCycle is the most bytes written since the last fsync that a
 	// cycle hands to the WAL; larger cycles fsync the segment directly
-	// (the WAL would double their I/O). Default 256 KiB.
+	// (the WAL would double their I/O), except a new log's whose file
+	// is not made yet (storage.Log.Pending). Default 256 KiB.
 	WALMaxCycle int
 
 	// Logger receives the acceptor's log lines (a failed partition, a

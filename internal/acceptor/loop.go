@@ -618,25 +618,34 @@ func (r *runState) write(b []byte, hs []batch.Header) {
 // request path) stays on the WAL: fsyncing the segment would make its
 // file and sync its directories in the acknowledgement's way.
 func (r *runState) alone() bool {
-	if !r.cfg.WAL.Alone() {
+	return r.cfg.WAL.Alone() && !r.pendingLog()
+}
+
+// pendingLog reports whether the log is a new one whose file is not made
+// yet (storage.Log.Pending): its first bytes are in memory, and an fsync
+// of its segment would make the file, and sync its directories, in the
+// acknowledgement's way. Once the file is made it stays made.
+func (r *runState) pendingLog() bool {
+	if r.made {
 		return false
 	}
-	if !r.made {
-		if p, ok := r.a.log.(interface{ Pending() bool }); ok && p.Pending() {
-			return false
-		}
-		r.made = true
+	if p, ok := r.a.log.(interface{ Pending() bool }); ok && p.Pending() {
+		return true
 	}
-	return true
+	r.made = true
+	return false
 }
 
 // toWAL hands the bytes just written to the log (offsets first up to
 // end) to the WAL, while the cycle stays small and other partitions
 // write too; a large cycle, or one of a partition writing alone, is
 // fsynced in the segment directly, which covers every earlier byte of
-// the file too.
+// the file too. A new log whose file is not made yet hands large cycles
+// to the WAL as well: its segment's fsync would make the file in the
+// acknowledgement's way (pendingLog), where the WAL's round costs one
+// sequential write more.
 func (r *runState) toWAL(first, end int64, b []byte) {
-	if r.direct || r.syncBytes+len(b) > r.cfg.WALMaxCycle || r.alone() {
+	if r.direct || r.syncBytes+len(b) > r.cfg.WALMaxCycle && !r.pendingLog() || r.alone() {
 		r.direct = true
 		return
 	}

@@ -709,3 +709,71 @@ func TestDurableAppendsInlineWithoutWAL(t *testing.T) {
 	l.Close()
 	verifyRecovered(t, crashed, crashDir, acks, hw)
 }
+
+// TestLargeCycleOfNewLogInWAL: a cycle larger than WALMaxCycle is
+// fsynced in the partition's segment directly, except while the log is
+// a new one whose file is not made yet (storage.Log.Pending): that
+// fsync would make the file and sync its directories in the
+// acknowledgement's way, so the cycle goes to the WAL and the file
+// stays unmade. Once the file is made, large cycles go direct again.
+// A power cut keeps every acknowledged append either way.
+func TestLargeCycleOfNewLogInWAL(t *testing.T) {
+	fs := vfs.NewMem()
+	w, _, err := wal.Open(wal.Options{FS: fs, Dir: walRoot + "/wal", SegmentBytes: 64 << 10, MaxBytes: 128 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	scfg := walScfg()
+	scfg.WriteBehind = 4 << 10 // as the broker's logs over the WAL; a new one keeps its first bytes in memory
+	scfg.Pending = storage.NewPendingBudget(1 << 20)
+	l, err := storage.Create(fs, walPartDir(walRoot, 0), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := walCfg
+	cfg.WAL = w.For(walKey(0))
+	a := Start(l, cfg)
+	defer a.Close()
+	var res walWorkload
+	res.acks = make([][]acked, 1)
+	res.hw = make([]int64, 1)
+	appendLarge := func(i int) (walEntries int64) {
+		t.Helper()
+		st := w.Stats()
+		orig := spec{records: 8, valueSize: 1000, durable: true}.bytes(i) // twice WALMaxCycle
+		if len(orig) <= cfg.WALMaxCycle {
+			t.Fatalf("a %d-byte append is not a large cycle (WALMaxCycle %d)", len(orig), cfg.WALMaxCycle)
+		}
+		r, err := a.Append(context.Background(), &Request{Batches: append([]byte(nil), orig...), Durable: true})
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		res.acks[0] = append(res.acks[0], acked{i: i, base: r.BaseOffset, orig: orig, durable: true})
+		return w.Stats().Entries - st.Entries
+	}
+	for i := range 3 {
+		if got := appendLarge(i); got != 1 {
+			t.Fatalf("large append %d to a new log wrote %d WAL entries; want 1 (its segment's fsync would make the file)", i, got)
+		}
+		if !l.Pending() {
+			t.Fatalf("large append %d to a new log made its file on the acknowledgement's path", i)
+		}
+	}
+	if err := l.Sync(); err != nil { // makes the file, as a checkpoint does
+		t.Fatal(err)
+	}
+	if l.Pending() {
+		t.Fatal("the file is not made after a Sync")
+	}
+	if got := appendLarge(3); got != 0 {
+		t.Fatalf("a large append to a made log wrote %d WAL entries; want its segment's fsync", got)
+	}
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	res.hw[0] = a.HighWatermark()
+	a.Close()
+	l.Close()
+	w.Close()
+	recoverWAL(t, crashed, walRoot, 1, res)
+}
