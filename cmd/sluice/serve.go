@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicedb/sluice/broker"
+	"github.com/sluicedb/sluice/internal/gcfloor"
 )
 
 func newServeCmd() *cobra.Command {
@@ -111,6 +113,8 @@ func serve(ctx context.Context, o serveOptions) error {
 		logger.Warn("--log-requests logs each request at debug level: add --log-level debug to see them", "log-level", level.String())
 	}
 
+	defer gcfloor.Start(gcHeapFloor(debug.SetMemoryLimit(-1)), os.Getenv("GOGC")).Stop()
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	secOpts, err := o.sec.opts()
@@ -195,4 +199,12 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	logger.Info("stopped cleanly")
 	return nil
+}
+
+// gcHeapFloor is the growth of the heap, in bytes, that the broker's
+// process allows before a collection however little is live
+// (internal/gcfloor): 64 MiB, or a quarter of GOMEMLIMIT when that is
+// lower (limit: the memory limit in force, math.MaxInt64 when none).
+func gcHeapFloor(limit int64) int64 {
+	return min(64<<20, limit/4)
 }
