@@ -79,8 +79,7 @@ func start(floor int64, gogcEnv string, onGC func(int)) *Floor {
 	if gogcEnv != "" || floor <= 0 || !active.CompareAndSwap(false, true) {
 		return nil
 	}
-	base := debug.SetGCPercent(100) // read the current value (100 unless changed in code)
-	debug.SetGCPercent(base)
+	base := percentNow()
 	if base < 0 {
 		active.Store(false)
 		return nil // collection is off: nothing to raise
@@ -149,13 +148,21 @@ func (f *Floor) retune(live int64) bool {
 	return true
 }
 
+// percentNow returns the runtime's GC percentage, without setting it.
+func percentNow() int {
+	return int(readUint64("/gc/gogc:percent"))
+}
+
 // liveHeap returns the heap bytes the last collection marked live (0
 // before the first).
-func liveHeap() int64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+func liveHeap() int64 { return int64(readUint64("/gc/heap/live:bytes")) }
+
+// readUint64 reads one runtime metric (0 if this runtime lacks it).
+func readUint64(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
 	}
-	return int64(s[0].Value.Uint64())
+	return s[0].Value.Uint64()
 }

@@ -2,7 +2,6 @@ package gcfloor
 
 import (
 	"runtime"
-	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -38,7 +37,7 @@ func TestPercent(t *testing.T) {
 // back the percentage it found and ends the retuning.
 func TestFloorRetunesAfterEachCollection(t *testing.T) {
 	const floor = 256 << 20
-	base := currentPercent()
+	base := percentNow()
 	tuned := make(chan int, 16)
 	f := start(floor, "", func(p int) {
 		select {
@@ -55,21 +54,21 @@ func TestFloorRetunesAfterEachCollection(t *testing.T) {
 		t.Fatal("a second floor started beside the first")
 	}
 	<-tuned // Start's own retune
-	if got := currentPercent(); got <= base || got != f.Percent() {
+	if got := percentNow(); got <= base || got != f.Percent() {
 		t.Fatalf("after Start the GC percentage is %d (the floor set %d); want above %d for a heap this small", got, f.Percent(), base)
 	}
 	runtime.GC()
 	select {
 	case p := <-tuned:
 		want := Percent(liveHeap(), floor, base)
-		if p != want || currentPercent() != want {
-			t.Fatalf("after a collection the floor set %d (the runtime has %d); want %d for %d live bytes", p, currentPercent(), want, liveHeap())
+		if p != want || percentNow() != want {
+			t.Fatalf("after a collection the floor set %d (the runtime has %d); want %d for %d live bytes", p, percentNow(), want, liveHeap())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no retune after a collection")
 	}
 	f.Stop()
-	if got := currentPercent(); got != base {
+	if got := percentNow(); got != base {
 		t.Fatalf("after Stop the GC percentage is %d, want the %d found", got, base)
 	}
 	if f.retune(liveHeap()) {
@@ -79,7 +78,7 @@ func TestFloorRetunesAfterEachCollection(t *testing.T) {
 
 // TestFloorLeavesGOGC: with GOGC set, or no floor, nothing changes.
 func TestFloorLeavesGOGC(t *testing.T) {
-	before := currentPercent()
+	before := percentNow()
 	for _, tc := range []struct {
 		floor int64
 		env   string
@@ -90,15 +89,8 @@ func TestFloorLeavesGOGC(t *testing.T) {
 			t.Fatalf("Start(%d, GOGC=%q) started a floor", tc.floor, tc.env)
 		}
 		f.Stop() // a nil floor's Stop does nothing
-		if got := currentPercent(); got != before {
+		if got := percentNow(); got != before {
 			t.Fatalf("Start(%d, GOGC=%q) changed the GC percentage from %d to %d", tc.floor, tc.env, before, got)
 		}
 	}
-}
-
-// currentPercent reads the runtime's GC percentage without setting it.
-func currentPercent() int {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return int(s[0].Value.Uint64())
 }
