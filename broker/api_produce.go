@@ -59,6 +59,7 @@ import (
 	"github.com/sluicedb/sluice/internal/acceptor"
 	"github.com/sluicedb/sluice/internal/batch"
 	"github.com/sluicedb/sluice/internal/partition"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 func init() { register(kmsg.Produce.Int16(), 3, 13, handleProduce) }
@@ -137,6 +138,17 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// parallel by their goroutines, not one after another here.
 	solo := r.c != nil && r.c.soloProduce()
 	syncInline := solo && req.Acks == -1 && len(items) == 1
+	// A new partition keeps its first bytes in memory until its file is
+	// made; a batch large enough to bypass the segment's write-behind
+	// tail is then kept as the slice of the frame it arrived in, not
+	// copied (storage.Shared): the frame is reused only once every such
+	// partition's file is made, and counts against their memory budget
+	// meanwhile. dispatch hands the hold to the reply, which releases it.
+	var shared *storage.Shared
+	if f := r.frame; len(items) > 0 && cap(f) >= segmentWriteBehind {
+		shared = storage.NewShared(cap(f), func() { putFrame(f) })
+		r.shared = shared
+	}
 	// work validates and queues one partition's batches.
 	work := func(it *item) {
 		hs, n, err := validateBatches(it.hdr[:0], it.rp.Records, it.t.conf.maxMessageBytes)
@@ -148,6 +160,7 @@ func handleProduce(r *request) (kmsg.Response, error) {
 			ap.WantEnd = req.Acks == -1
 			ap.Implicit = req.TransactionID != nil && req.Version >= 12
 			ap.SyncInline = syncInline
+			ap.Shared = shared
 			var start time.Time
 			if syncInline {
 				start = time.Now()

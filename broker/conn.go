@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicedb/sluice/internal/auth"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 // conn is one client connection.
@@ -110,10 +111,27 @@ type pending struct {
 	version int16
 	name    string
 	start   time.Time
-	resp    kmsg.Response // nil: no response (acks=0)
-	err     error         // close the connection instead of answering
-	frame   []byte        // a Produce's request frame, reused once the reply is finished (putFrame)
-	req     request       // the request as its handler sees it (one allocation with the pending)
+	resp    kmsg.Response   // nil: no response (acks=0)
+	err     error           // close the connection instead of answering
+	frame   []byte          // a Produce's request frame, reused once the reply is finished (putFrame)
+	shared  *storage.Shared // the hold on frame its appends were given (nil: none), released instead of putFrame
+	req     request         // the request as its handler sees it (one allocation with the pending)
+}
+
+// releaseFrame gives back a finished Produce's frame: its queued bytes,
+// and the frame itself for reuse, once no new partition keeps its bytes
+// in memory (storage.Shared), at once when none does.
+func (c *conn) releaseFrame(p *pending) {
+	if p.frame == nil {
+		return
+	}
+	c.b.reqBytes.release(int64(len(p.frame)))
+	if p.shared != nil {
+		p.shared.Release() // putFrame, after the last log keeping its bytes let go
+	} else {
+		putFrame(p.frame) // every append returned: nothing uses its bytes
+	}
+	p.frame, p.shared = nil, nil
 }
 
 // deferredReply is a response that writeLoop finishes before writing it:
@@ -306,11 +324,7 @@ func (c *conn) writeLoop(log *slog.Logger) {
 				c.lockedFlush(log)
 			}
 			p.resp = d.finish() // waits even after a failure: the appends use the request's bytes
-			if p.frame != nil {
-				c.b.reqBytes.release(int64(len(p.frame)))
-				putFrame(p.frame) // every append returned: nothing uses its bytes
-				p.frame = nil
-			}
+			c.releaseFrame(p)
 		}
 		c.wmu.Lock()
 		c.emit(p, log)
@@ -372,11 +386,7 @@ func (c *conn) writeInline(p *pending) bool {
 			return false
 		}
 		p.resp = r.finish() // returns at once: ready
-		if p.frame != nil {
-			c.b.reqBytes.release(int64(len(p.frame)))
-			putFrame(p.frame) // every append returned: nothing uses its bytes
-			p.frame = nil
-		}
+		c.releaseFrame(p)
 	}
 	c.wmu.Lock()
 	c.emit(p, c.log)
@@ -673,6 +683,9 @@ func (c *conn) dispatch(frame []byte) error {
 	}
 	p.req = request{ctx: c.b.stopCtx, b: c.b, c: c, clientID: h.clientID, host: c.host, principal: c.principal, internal: c.internal, kreq: req}
 	r := &p.req
+	if h.key == kmsg.Produce.Int16() {
+		r.frame = frame
+	}
 	if resp, err := c.intercept(h, req); err != nil { // fault injection (intercept.go)
 		return err
 	} else if resp != nil {
@@ -684,7 +697,7 @@ func (c *conn) dispatch(frame []byte) error {
 	}
 	p.resp, p.err = apis[h.key].h(r)
 	if _, ok := p.resp.(*deferredReply); ok && h.key == kmsg.Produce.Int16() {
-		p.frame = frame
+		p.frame, p.shared = frame, r.shared
 		c.frameKept = true
 	}
 	if p.err == nil {

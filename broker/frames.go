@@ -10,7 +10,9 @@ import (
 // allocation, its zeroing and its garbage collection per request. A
 // Produce's frame goes back for reuse once its reply is finished, when
 // every append has returned and no longer uses the frame's bytes (the
-// acceptor wrote or copied them; the response holds only copies). Frames
+// acceptor wrote or copied them; the response holds only copies), or,
+// when new partitions keep slices of it in memory instead of copies
+// (storage.Shared, see handleProduce), once the last of them lets go. Frames
 // of other APIs are never reused: their decoded requests may keep
 // slices of the frame (group metadata, for one).
 //

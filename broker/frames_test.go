@@ -42,22 +42,29 @@ func TestFrameClasses(t *testing.T) {
 // request is handled) and without (every append queued to its
 // partition's goroutine, which reads the frame's bytes later): every
 // record reads back with its own value, in order.
+//
+// With large batches (past the segments' write-behind tail) to a new
+// topic, whose partitions keep their first bytes in memory, those bytes
+// are kept as slices of the frames they came in (storage.Shared): a frame
+// is reused only once no partition keeps it, so every value still reads
+// back although later requests take frames from the same pool.
 func TestProduceFramesReused(t *testing.T) {
 	for _, wal := range []bool{true, false} {
-		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) { testProduceFramesReused(t, wal) })
+		t.Run(fmt.Sprintf("wal=%v", wal), func(t *testing.T) { testProduceFramesReused(t, wal, 256, 20000, 200, 8<<10) })
 	}
+	t.Run("large-batches", func(t *testing.T) { testProduceFramesReused(t, true, 64, 6000, 900, 128<<10) })
 }
 
-func testProduceFramesReused(t *testing.T, wal bool) {
+func testProduceFramesReused(t *testing.T, wal bool, parts, n, valueSize int, batchBytes int32) {
 	tb := startTest(t, WAL(wal))
-	const topic, parts, n = "frames", 256, 20000
+	const topic = "frames"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := tb.b.CreateTopic(ctx, topic, parts, nil); err != nil {
+	if err := tb.b.CreateTopic(ctx, topic, int32(parts), nil); err != nil {
 		t.Fatal(err)
 	}
 	value := func(i int) []byte {
-		v := make([]byte, 200+i%300)
+		v := make([]byte, valueSize+i%300)
 		for j := range v {
 			v[j] = byte(i*31 + j*7)
 		}
@@ -68,7 +75,10 @@ func testProduceFramesReused(t *testing.T, wal bool) {
 		// the next while the partitions still work on the last.
 		opts := []kgo.Opt{kgo.RequiredAcks(acks), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5), kgo.ProducerLinger(5 * time.Millisecond),
-			kgo.ProducerBatchMaxBytes(8 << 10)}
+			kgo.ProducerBatchMaxBytes(batchBytes)}
+		if batchBytes > segmentWriteBehind {
+			opts = append(opts, kgo.ProducerBatchCompression(kgo.NoCompression())) // batches as large as asked
+		}
 		cl := tb.client(opts...)
 		var wg sync.WaitGroup
 		var mu sync.Mutex // guards firstErr
@@ -92,6 +102,17 @@ func testProduceFramesReused(t *testing.T, wal bool) {
 			t.Fatalf("produce: %v", firstErr)
 		}
 		cl.Close()
+	}
+	if wal && batchBytes > segmentWriteBehind {
+		kept := 0
+		for i := range parts {
+			if tb.b.partition(topic, int32(i)).Pending() {
+				kept++
+			}
+		}
+		if kept == 0 || tb.b.pendBudget.SharedBuffers() == 0 {
+			t.Fatalf("%d partitions keep their bytes in memory, in %d frames: want some of both", kept, tb.b.pendBudget.SharedBuffers())
+		}
 	}
 	cl := tb.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	last := map[int32]int{} // per partition, the last record index read

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 // request is one decoded request on its way through a handler.
@@ -30,6 +32,11 @@ type request struct {
 	// throttle is a controller-mutation throttle a handler met
 	// (quotas.go), answered and applied by dispatch.
 	throttle time.Duration
+	// frame is a Produce's request frame, and shared the hold on it
+	// that handleProduce hands to the appends (storage.Shared), which
+	// dispatch passes on to the pending reply.
+	frame  []byte
+	shared *storage.Shared
 }
 
 // handler serves one API. It returns the response to write, or nil to

@@ -24,6 +24,12 @@ type partitionLog interface {
 	Abandon(cause error)
 }
 
+// sharedLog is a partitionLog that may keep appended bytes by reference
+// (storage.Log.AppendShared).
+type sharedLog interface {
+	AppendShared(buf []byte, hs []batch.Header, sh *storage.Shared) error
+}
+
 // Acceptor owns one partition's writes: one goroutine drains its queue.
 //
 // Goroutine ownership: the run goroutine starts with the first append
@@ -341,7 +347,7 @@ func (a *Acceptor) appendSyncInline(w *waiter) bool {
 	r.cfg.Metrics.inlineSync()
 	r.handle(w)
 	if len(r.pending) > 0 && r.failed == nil {
-		r.write(r.buf, r.bufHdrs)
+		r.write(r.buf, r.bufHdrs, nil)
 	}
 	if r.failed == nil && !r.syncing && r.written > r.synced {
 		r.syncInline()

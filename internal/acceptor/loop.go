@@ -368,7 +368,7 @@ const (
 // whether it did anything.
 func (r *runState) idle() bool {
 	if len(r.pending) > 0 {
-		r.write(r.buf, r.bufHdrs)
+		r.write(r.buf, r.bufHdrs, nil)
 		return true
 	}
 	if r.cfg.Fsync != FsyncAlways || r.failed != nil || r.syncing {
@@ -436,7 +436,7 @@ func (r *runState) onFlushTick() {
 	// again, and the next tick looks.
 	r.a.behind.Store(false)
 	if len(r.pending) > 0 {
-		r.write(r.buf, r.bufHdrs)
+		r.write(r.buf, r.bufHdrs, nil)
 	}
 	if r.failed != nil {
 		return
@@ -524,17 +524,17 @@ func (r *runState) handle(w *waiter) {
 		// buffer on its own, or nothing else is waiting to share a write
 		// with it.
 		if len(r.pending) > 0 {
-			r.write(r.buf, r.bufHdrs)
+			r.write(r.buf, r.bufHdrs, nil)
 			if r.failed != nil {
 				r.release(w, r.failed)
 				return
 			}
 		}
 		r.pending = append(r.pending, w)
-		r.write(req.Batches, hs)
+		r.write(req.Batches, hs, req.Shared)
 	default:
 		if len(r.buf)+n > r.cfg.BufferSize {
-			r.write(r.buf, r.bufHdrs) // full: write it; this append starts the emptied buffer
+			r.write(r.buf, r.bufHdrs, nil) // full: write it; this append starts the emptied buffer
 		}
 		if r.failed != nil {
 			r.release(w, r.failed)
@@ -565,13 +565,19 @@ func (r *runState) track(w *waiter) {
 
 // write appends b (the buffer, or one append's own bytes), whose batch
 // headers are hs, to the log and settles the pending appends it holds.
-func (r *runState) write(b []byte, hs []batch.Header) {
+// sh is the Shared buffer an append's own bytes lie in (Request.Shared),
+// nil for the buffer.
+func (r *runState) write(b []byte, hs []batch.Header, sh *storage.Shared) {
 	if len(r.pending) == 0 {
 		return
 	}
 	var err error
 	if len(b) > 0 {
-		err = r.a.log.Append(b, hs)
+		if sl, ok := r.a.log.(sharedLog); ok && sh != nil {
+			err = sl.AppendShared(b, hs, sh)
+		} else {
+			err = r.a.log.Append(b, hs)
+		}
 		r.cfg.Metrics.write(len(b), len(r.pending))
 	}
 	if err == nil && r.cfg.WAL != nil && len(b) > 0 {
@@ -945,7 +951,7 @@ func (r *runState) shutdown() {
 		break
 	}
 	healthy := r.failed == nil
-	r.write(r.buf, r.bufHdrs)
+	r.write(r.buf, r.bufHdrs, nil)
 	if r.a.leaveSync.Load() {
 		// CloseLeavingSync: the caller syncs the log, unless an append
 		// waits for it.

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
 )
 
 var (
@@ -83,6 +84,12 @@ type Request struct {
 	// that waits for this one append before anything else (EndTxn's lone
 	// marker): Enqueue returns after the round.
 	LeadWAL bool
+	// Shared, when set, is the buffer Batches lie in (a produce request's
+	// frame), held by the caller until Append returns: a new log may keep
+	// the bytes by reference, holding Shared, instead of copying them
+	// (storage.Log.AppendShared). The caller must not change them while
+	// Shared is held; it releases its own hold when done.
+	Shared *storage.Shared
 }
 
 // Result is what Append reports.

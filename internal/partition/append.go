@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicedb/sluice/internal/acceptor"
 	"github.com/sluicedb/sluice/internal/batch"
+	"github.com/sluicedb/sluice/internal/storage"
 	"github.com/sluicedb/sluice/internal/txn"
 )
 
@@ -43,6 +44,11 @@ type Append struct {
 	// Enqueue caller's goroutine (acceptor.Request.SyncInline), Enqueue
 	// returning only after the fsync.
 	SyncInline bool
+	// Shared, when set, is the buffer the records lie in (the produce
+	// request's frame), held by the caller until the append is waited
+	// for: a new partition's log may keep them by reference instead of
+	// copying them (acceptor.Request.Shared).
+	Shared *storage.Shared
 
 	req         acceptor.Request
 	p           *Partition
@@ -104,7 +110,7 @@ func (p *Partition) Enqueue(ctx context.Context, records []byte, hs []batch.Head
 	// The validation parsed these bytes once (CRC32C included); its
 	// headers travel with them to storage, which reads them no more.
 	ap.p, ap.hs, ap.records, ap.n = p, hs, records, n
-	ap.req = acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable, SyncInline: ap.SyncInline}
+	ap.req = acceptor.Request{Batches: records, Headers: hs, Records: n, Durable: durable, SyncInline: ap.SyncInline, Shared: ap.Shared}
 	for i := range hs {
 		ap.idem = ap.idem || hs[i].Idempotent()
 		ap.txnal = ap.txnal || hs[i].Transactional()

@@ -48,8 +48,9 @@ type lazyFile struct {
 	kept     atomic.Int64 // pend.size, for the budget's reads without mu
 	gone     atomic.Bool  // closed
 
-	mu     sync.Mutex // guards the making of the directory and file, pend, held and closed
+	mu     sync.Mutex // guards the making of the directory and file, pend, shared, held and closed
 	pend   chunks     // bytes [0, pend.size) written before the file was made
+	shared []*Shared  // the buffers pend keeps slices of, each held once
 	held   bool       // the file must not be made now (hold)
 	closed bool
 }
@@ -74,8 +75,9 @@ const (
 // alone does not hold memory that a newer one could use. Past twice the
 // budget a log makes its file on the write instead of keeping the bytes.
 type PendingBudget struct {
-	max  int64
-	used atomic.Int64
+	max    int64
+	used   atomic.Int64
+	shared atomic.Int64 // Shared buffers charged
 
 	mu        sync.Mutex  // guards order and compactAt
 	order     []*lazyFile // logs keeping bytes, in the order they started; some since made or closed
@@ -91,6 +93,14 @@ func (b *PendingBudget) Used() int64 {
 		return 0
 	}
 	return b.used.Load()
+}
+
+// SharedBuffers returns how many Shared buffers logs keep slices of now.
+func (b *PendingBudget) SharedBuffers() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.shared.Load()
 }
 
 // add counts n more bytes kept (n < 0: released) and returns the total.
@@ -189,7 +199,7 @@ func (z *lazyFile) file() (vfs.File, error) {
 	// it (readers read pend until f is set).
 	var off int64
 	for _, c := range z.pend.list {
-		if n, err := f.WriteAt(c, off); err != nil || n != len(c) {
+		if n, err := f.WriteAt(c.b, off); err != nil || n != len(c.b) {
 			f.Close()
 			z.fs.Remove(z.path)
 			if err == nil {
@@ -197,13 +207,23 @@ func (z *lazyFile) file() (vfs.File, error) {
 			}
 			return nil, fmt.Errorf("write segment %s: %w", z.path, err)
 		}
-		off += int64(len(c))
+		off += int64(len(c.b))
 	}
 	z.f.Store(&f)
-	z.budget.add(-z.pend.size)
+	z.dropPend()
+	return f, nil
+}
+
+// dropPend forgets the bytes kept in memory: their budget, and the holds
+// on the buffers they were slices of. z.mu is held.
+func (z *lazyFile) dropPend() {
+	z.budget.add(-z.pend.copied)
+	for _, s := range z.shared {
+		s.Release()
+	}
+	z.shared = nil
 	z.pend = chunks{}
 	z.kept.Store(0)
-	return f, nil
 }
 
 // notify calls onPending the first time the file is wanted.
@@ -216,8 +236,10 @@ func (z *lazyFile) notify() {
 // keep writes p at off into pend when the file is not made yet, p
 // appends to what pend holds and stays within pendMax, and the budget is
 // not spent twice over. It reports whether it did, and whether the file
-// is now wanted (pendNotify bytes kept, or the budget spent).
-func (z *lazyFile) keep(p []byte, off int64) (kept, want bool, err error) {
+// is now wanted (pendNotify bytes kept, or the budget spent). With sh
+// set, p lies in sh's buffer and pend keeps p itself, holding sh, instead
+// of a copy.
+func (z *lazyFile) keep(p []byte, off int64, sh *Shared) (kept, want bool, err error) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.f.Load() != nil || z.pendMax == 0 || off != int64(z.pend.size) || z.pend.size+len(p) > z.pendMax || z.budget.full(len(p)) {
@@ -229,16 +251,25 @@ func (z *lazyFile) keep(p []byte, off int64) (kept, want bool, err error) {
 	if z.pend.size == 0 && z.budget != nil {
 		z.budget.started(z)
 	}
-	z.pend.write(p)
+	if sh != nil {
+		z.pend.writeShared(p)
+		if n := len(z.shared); n == 0 || z.shared[n-1] != sh {
+			sh.hold(z.budget)
+			z.shared = append(z.shared, sh)
+		}
+	} else {
+		z.pend.write(p)
+		z.budget.add(len(p))
+	}
 	z.kept.Store(int64(z.pend.size))
-	z.budget.add(len(p))
 	return true, z.pend.size >= pendNotify, nil
 }
 
-// write is WriteAt, keeping p in memory when it can.
-func (z *lazyFile) write(p []byte, off int64) (int, error) {
+// write is WriteAt, keeping p in memory when it can: a copy, or with sh
+// set p itself (see keep).
+func (z *lazyFile) write(p []byte, off int64, sh *Shared) (int, error) {
 	if z.f.Load() == nil && z.pendMax > 0 {
-		kept, want, err := z.keep(p, off)
+		kept, want, err := z.keep(p, off, sh)
 		if err != nil {
 			return 0, err
 		}
@@ -319,7 +350,7 @@ func (z *lazyFile) Size() (int64, error) {
 func (z *lazyFile) Write(p []byte) (int, error) {
 	if z.made() == nil {
 		size, _ := z.Size() // of pend while the file is not made: cannot fail
-		return z.write(p, size)
+		return z.write(p, size, nil)
 	}
 	f, err := z.file()
 	if err != nil {
@@ -328,7 +359,7 @@ func (z *lazyFile) Write(p []byte) (int, error) {
 	return f.Write(p)
 }
 
-func (z *lazyFile) WriteAt(p []byte, off int64) (int, error) { return z.write(p, off) }
+func (z *lazyFile) WriteAt(p []byte, off int64) (int, error) { return z.write(p, off, nil) }
 
 func (z *lazyFile) Sync() error {
 	f, err := z.file()
@@ -342,8 +373,9 @@ func (z *lazyFile) Truncate(size int64) error {
 	if z.f.Load() == nil {
 		z.mu.Lock()
 		if z.f.Load() == nil && size <= int64(z.pend.size) {
-			z.budget.add(int(size) - z.pend.size)
+			copied := z.pend.copied
 			z.pend.truncate(int(size))
+			z.budget.add(z.pend.copied - copied)
 			z.kept.Store(int64(z.pend.size))
 			z.mu.Unlock()
 			return nil
@@ -364,9 +396,7 @@ func (z *lazyFile) Close() error {
 	z.mu.Lock()
 	z.closed = true
 	z.gone.Store(true)
-	z.budget.add(-z.pend.size)
-	z.pend = chunks{}
-	z.kept.Store(0)
+	z.dropPend()
 	z.mu.Unlock()
 	if f := z.made(); f != nil {
 		return f.Close()
@@ -374,34 +404,51 @@ func (z *lazyFile) Close() error {
 	return nil
 }
 
-// chunks holds a new log's bytes in memory in pieces of at most
+// chunks holds a new log's bytes in memory in pieces: copies of at most
 // chunkSize, so that growing it copies nothing (each write is a
-// write-behind tail's flush, a few KiB to a few tens of KiB).
+// write-behind tail's flush, a few KiB to a few tens of KiB), and slices
+// of Shared buffers, kept as they are.
 type chunks struct {
-	list [][]byte // every piece full (cap) but the last
-	size int
+	list   []piece // every copied piece full (cap) but the last
+	size   int
+	copied int // bytes in copied pieces: those the log's budget counts
+}
+
+// piece is one piece of chunks: a copy, or a slice of a Shared buffer,
+// whose capacity is cut to its length so that nothing is appended to it.
+type piece struct {
+	b      []byte
+	shared bool
 }
 
 const chunkSize = 16 << 10
 
-// write appends p.
+// write appends a copy of p.
 func (c *chunks) write(p []byte) {
 	c.size += len(p)
+	c.copied += len(p)
 	for len(p) > 0 {
-		if n := len(c.list); n == 0 || len(c.list[n-1]) == cap(c.list[n-1]) {
-			c.list = append(c.list, make([]byte, 0, chunkSize))
+		if n := len(c.list); n == 0 || len(c.list[n-1].b) == cap(c.list[n-1].b) {
+			c.list = append(c.list, piece{b: make([]byte, 0, chunkSize)})
 		}
-		last := &c.list[len(c.list)-1]
+		last := &c.list[len(c.list)-1].b
 		k := min(len(p), cap(*last)-len(*last))
 		*last = append(*last, p[:k]...)
 		p = p[k:]
 	}
 }
 
+// writeShared appends p itself, a slice of a Shared buffer.
+func (c *chunks) writeShared(p []byte) {
+	c.size += len(p)
+	c.list = append(c.list, piece{b: p[:len(p):len(p)], shared: true})
+}
+
 // readAt copies the bytes from off into p and returns how many.
 func (c *chunks) readAt(p []byte, off int64) int {
 	n := 0
-	for _, b := range c.list {
+	for _, pc := range c.list {
+		b := pc.b
 		if off >= int64(len(b)) {
 			off -= int64(len(b))
 			continue
@@ -419,9 +466,16 @@ func (c *chunks) readAt(p []byte, off int64) int {
 // truncate cuts the bytes to size (<= c.size).
 func (c *chunks) truncate(size int) {
 	c.size = size
-	for i, b := range c.list {
-		if size <= len(b) {
-			c.list[i] = b[:size]
+	c.copied = 0
+	for i := range c.list {
+		pc := &c.list[i]
+		if size <= len(pc.b) {
+			if pc.shared {
+				pc.b = pc.b[:size:size]
+			} else {
+				pc.b = pc.b[:size]
+				c.copied += size
+			}
 			clear(c.list[i+1:])
 			c.list = c.list[:i+1]
 			if size == 0 {
@@ -429,6 +483,9 @@ func (c *chunks) truncate(size int) {
 			}
 			return
 		}
-		size -= len(b)
+		size -= len(pc.b)
+		if !pc.shared {
+			c.copied += len(pc.b)
+		}
 	}
 }

@@ -336,16 +336,40 @@ func TestChunks(t *testing.T) {
 			}
 		}
 	}
+	// A slice of a shared buffer, kept as it is: nothing written later
+	// may land in the buffer.
+	shared := func(n int) {
+		buf := make([]byte, n, n+100)
+		for i := range buf {
+			buf[:n+100][i] = byte(len(want) + i*3)
+		}
+		c.writeShared(buf)
+		want = append(want, buf...)
+		t.Cleanup(func() {
+			if !bytes.Equal(buf[n:n+100], make([]byte, 100)) {
+				t.Error("a write landed in a shared buffer past its slice")
+			}
+		})
+	}
 	write(16 << 10)
 	write(chunkSize) // across the first boundary
+	shared(chunkSize + 7)
 	write(3*chunkSize + 5)
+	shared(100)
 	check()
-	for _, size := range []int{2*chunkSize + 3, 2 * chunkSize, chunkSize + 1, 0} {
+	copied := c.size - chunkSize - 7 - 100
+	if c.copied != copied {
+		t.Fatalf("copied %d, want %d", c.copied, copied)
+	}
+	for _, size := range []int{c.size - 50, 2*chunkSize + 3, 2 * chunkSize, chunkSize + 1, 0} {
 		c.truncate(size)
 		want = want[:size]
 		check()
 		write(chunkSize/2 + 1)
 		check()
+	}
+	if c.copied != c.size {
+		t.Fatalf("copied %d of %d bytes with no shared piece left", c.copied, c.size)
 	}
 }
 

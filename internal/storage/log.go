@@ -200,7 +200,14 @@ func (l *Log) failure() error {
 // nothing. A failed write returns an error matching ErrFailed and the
 // cause (errors.Is(err, syscall.ENOSPC) works); the log then refuses
 // writes until Recover (or a reopen) brings it back.
-func (l *Log) Append(buf []byte, hs []batch.Header) error {
+func (l *Log) Append(buf []byte, hs []batch.Header) error { return l.AppendShared(buf, hs, nil) }
+
+// AppendShared is Append of bytes that lie in sh's buffer: a new log
+// whose file is not made yet may keep them in memory by reference,
+// holding sh, instead of copying them (see Shared). The caller keeps its
+// own hold on sh at least until AppendShared returns. With sh nil it is
+// Append.
+func (l *Log) AppendShared(buf []byte, hs []batch.Header, sh *Shared) error {
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
@@ -250,7 +257,7 @@ func (l *Log) Append(buf []byte, hs []batch.Header) error {
 	}
 	// At the end of the data: over zeros written ahead, or past them.
 	if t, ok := a.file.(*tailFile); ok {
-		if err := t.append(buf, a.size); err != nil {
+		if err := t.append(buf, a.size, sh); err != nil {
 			return l.fail("write "+a.path, err)
 		}
 	} else if n, err := a.file.WriteAt(buf, a.size); err != nil || n != len(buf) {

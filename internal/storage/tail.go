@@ -67,9 +67,10 @@ func (t *tailFile) flushedEnd() int64 { return t.start.Load() }
 // boundary (flushWhole), and the bytes of its last, partial page and the
 // rest of p start the next tail, so that the file gets limit-sized
 // writes that end on a page boundary whatever the appends' sizes; p is
-// written directly when it is at least the limit. On error nothing of p
-// is buffered.
-func (t *tailFile) append(p []byte, off int64) error {
+// written directly when it is at least the limit (kept by reference when
+// sh is set and the file is a new log's not made yet: lazyFile). On
+// error nothing of p is buffered.
+func (t *tailFile) append(p []byte, off int64, sh *Shared) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if end := t.start.Load() + int64(len(t.buf)); off != end {
@@ -93,7 +94,13 @@ func (t *tailFile) append(p []byte, off int64) error {
 		}
 	}
 	if len(p) >= t.limit {
-		n, err := t.f.WriteAt(p, off)
+		var n int
+		var err error
+		if z, ok := t.f.(*lazyFile); ok && sh != nil {
+			n, err = z.write(p, off, sh)
+		} else {
+			n, err = t.f.WriteAt(p, off)
+		}
 		if err == nil && n != len(p) {
 			err = fmt.Errorf("short write: %d of %d bytes", n, len(p))
 		}
