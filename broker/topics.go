@@ -6,6 +6,7 @@ package broker
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,6 +23,10 @@ type topic struct {
 	id    [16]byte
 	conf  topicConfig
 	parts []*partition.Partition
+	// plog is the partitions' logger with the topic attribute, made by
+	// the first partition opened through this value (partitionLogger),
+	// before the value is published.
+	plog *slog.Logger
 }
 
 // lookup returns a topic by name, or nil.

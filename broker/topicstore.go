@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync/atomic"
 
@@ -152,7 +153,7 @@ func (b *Broker) openTopic(name string, tm meta.Topic, create bool) (*topic, err
 // the WAL's entries for it, its producer state, and its acceptor.
 func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Partition, error) {
 	dir := b.layout.PartitionDir(t.name, i)
-	log := b.componentLogger("partition").With("topic", t.name, "partition", i)
+	log := b.partitionLogger(t).With("partition", i)
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
 	var pt *pendingTarget
@@ -203,6 +204,16 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 		}
 	}
 	return p, nil
+}
+
+// partitionLogger returns the logger of t's partitions, without the
+// partition attribute: made once per topic value rather than once per
+// partition (a topic of 2000 partitions is opened on one goroutine).
+func (b *Broker) partitionLogger(t *topic) *slog.Logger {
+	if t.plog == nil {
+		t.plog = b.componentLogger("partition").With("topic", t.name)
+	}
+	return t.plog
 }
 
 // pendingTarget is a partition whose log calls storage.Config.OnPending:

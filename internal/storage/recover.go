@@ -333,7 +333,8 @@ func Create(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{fs: fs, dir: dir, cfg: cfg}
-	l.lazy = &lazyFile{fs: fs, dir: dir, path: filepath.Join(dir, segmentName(0)+logSuffix)}
+	path := filepath.Join(dir, segmentName(0)+logSuffix)
+	l.lazy = &lazyFile{fs: fs, dir: dir, path: path}
 	if cfg.WriteBehind > 0 {
 		l.lazy.pendMax, l.lazy.onPending, l.lazy.budget = pendMax, cfg.OnPending, cfg.Pending
 	}
@@ -341,7 +342,7 @@ func Create(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if cfg.WriteBehind > 0 {
 		f = newTailFile(f, 0, cfg.WriteBehind)
 	}
-	s := newSegment(dir, 0, f)
+	s := newSegmentAt(path, 0, f)
 	l.segs = []*segment{s}
 	l.report.Segments = 1
 	l.report.Clean = true

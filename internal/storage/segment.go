@@ -26,7 +26,18 @@ const (
 // noTimestamp marks a segment holding no batch yet.
 const noTimestamp = math.MinInt64
 
-func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
+// segmentName is base as 20 decimal digits, zero-padded (base >= 0).
+func segmentName(base int64) string {
+	if base < 0 {
+		return fmt.Sprintf("%020d", base)
+	}
+	var b [20]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + base%10)
+		base /= 10
+	}
+	return string(b[:])
+}
 
 // parseSegmentName returns the base offset of a "%020d.log" file name.
 func parseSegmentName(name string) (int64, bool) {
@@ -90,9 +101,14 @@ type segment struct {
 }
 
 func newSegment(dir string, base int64, f vfs.File) *segment {
+	return newSegmentAt(filepath.Join(dir, segmentName(base)+logSuffix), base, f)
+}
+
+// newSegmentAt is newSegment of the .log file at path.
+func newSegmentAt(path string, base int64, f vfs.File) *segment {
 	s := &segment{
 		base:     base,
-		path:     filepath.Join(dir, segmentName(base)+logSuffix),
+		path:     path,
 		file:     f,
 		next:     base,
 		maxTs:    noTimestamp,
