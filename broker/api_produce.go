@@ -144,8 +144,24 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// copied (storage.Shared): the frame is reused only once every such
 	// partition's file is made, and counts against their memory budget
 	// meanwhile. dispatch hands the hold to the reply, which releases it.
+	// Only when such batches are most of the frame: a frame held for a
+	// few of its batches would cost the next request a fresh frame, more
+	// memory than the copies it saves (many partitions each given a few
+	// tens of KiB in one request of several MiB).
+	// keepable estimates those bytes (what the partitions do when their
+	// appends run decides): batches of at least the write-behind to
+	// partitions whose files are not made yet.
+	keepable := func() int {
+		n := 0
+		for i := range items {
+			if k := len(items[i].rp.Records); k >= segmentWriteBehind && items[i].p.Pending() {
+				n += k
+			}
+		}
+		return n
+	}
 	var shared *storage.Shared
-	if f := r.frame; len(items) > 0 && cap(f) >= segmentWriteBehind {
+	if f := r.frame; len(items) > 0 && len(f) >= segmentWriteBehind && 2*keepable() >= len(f) {
 		shared = storage.NewShared(cap(f), func() { putFrame(f) })
 		r.shared = shared
 	}

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicedb/sluice/internal/partition"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicedb/sluice/internal/partition"
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // TestFrameClasses: a frame goes to the smallest class that holds it,
@@ -225,5 +228,96 @@ func TestFrameCacheSurvivesCollections(t *testing.T) {
 	}
 	if s.bytes != 0 {
 		t.Fatalf("an emptied cache counts %d bytes", s.bytes)
+	}
+}
+
+// TestProduceFrameSharedOnlyWhenMostlyKept: a Produce frame is held by
+// new partitions (storage.Shared) only when its large batches to them
+// are most of it; a frame mostly for partitions whose files are made
+// (here a topic of 4, made at create) is copied from, and goes back to
+// the pool with the reply. Either way every batch reads back.
+func TestProduceFrameSharedOnlyWhenMostlyKept(t *testing.T) {
+	tb := startTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tb.b.CreateTopic(ctx, "made", 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.b.CreateTopic(ctx, "new", 64, nil); err != nil {
+		t.Fatal(err)
+	}
+	cl := tb.client()
+	batchOf := func(records int) []byte {
+		return storagetest.Build(storagetest.Spec{Records: records, ValueSize: 2000, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+	}
+	type tp struct {
+		topic string
+		part  int32
+	}
+	produce := func(batches map[tp][]byte) {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 60000
+		for _, topic := range []string{"made", "new"} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic, rt.TopicID = topic, tb.b.lookup(topic).id
+			for k, raw := range batches {
+				if k.topic == topic {
+					rp := kmsg.NewProduceRequestTopicPartition()
+					rp.Partition, rp.Records = k.part, raw
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+			}
+			if len(rt.Partitions) > 0 {
+				req.Topics = append(req.Topics, rt)
+			}
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatalf("produce to %s/%d: error code %d", rt.Topic, p.Partition, p.ErrorCode)
+				}
+			}
+		}
+	}
+	if !tb.b.partition("new", 0).Pending() || tb.b.partition("made", 0).Pending() {
+		t.Fatal("want the 64-partition topic's files not made yet, the 4-partition topic's made")
+	}
+	// 200 KiB for a made partition, 20 KiB for a new one: copied.
+	produce(map[tp][]byte{{"made", 0}: batchOf(100), {"new", 0}: batchOf(10)})
+	if n := tb.b.pendBudget.SharedBuffers(); n != 0 {
+		t.Fatalf("%d frames held after a request mostly for made partitions, want 0", n)
+	}
+	// 400 KiB for new partitions: the frame is held.
+	produce(map[tp][]byte{{"new", 1}: batchOf(100), {"new", 2}: batchOf(100)})
+	if n := tb.b.pendBudget.SharedBuffers(); n != 1 {
+		t.Fatalf("%d frames held after a request for new partitions, want 1", n)
+	}
+	// The held frame's batches read back after the next requests took
+	// frames from the pool.
+	for range 4 {
+		produce(map[tp][]byte{{"made", 1}: batchOf(100), {"made", 2}: batchOf(100)})
+	}
+	for _, c := range []struct {
+		tp
+		records int
+	}{{tp{"new", 0}, 10}, {tp{"new", 1}, 100}, {tp{"new", 2}, 100}} {
+		rc := tb.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: {c.part: kgo.NewOffset().AtStart()}}))
+		got := 0
+		for got < c.records {
+			fs := rc.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("%s/%d: %d of %d records read back: %v", c.topic, c.part, got, c.records, err)
+			}
+			fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+			got += len(fs.Records())
+		}
+		if got != c.records {
+			t.Fatalf("%s/%d: %d records read back, want %d", c.topic, c.part, got, c.records)
+		}
 	}
 }
