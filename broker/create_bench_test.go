@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/sluicedb/sluice/internal/storage/storagetest"
 )
 
 // BenchmarkCreateTopic creates a topic of n partitions on a broker with
@@ -30,5 +33,39 @@ func BenchmarkCreateTopic(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/partition")
 		})
+	}
+}
+
+// TestCreatePartitionsInParallel: a topic of parallelCreateMin or more
+// partitions is made by several goroutines (createPartitions); every
+// partition sits at its index and takes and serves records, and deleting
+// the topic leaves no goroutine behind (the package's leak check).
+func TestCreatePartitionsInParallel(t *testing.T) {
+	tb := startTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = parallelCreateMin + 3
+	if err := tb.b.CreateTopic(ctx, "wide", n, nil); err != nil {
+		t.Fatal(err)
+	}
+	tp := tb.b.lookup("wide")
+	if len(tp.parts) != n {
+		t.Fatalf("%d partitions made, want %d", len(tp.parts), n)
+	}
+	for i, p := range tp.parts {
+		if p == nil || p.Index() != int32(i) || p.Topic() != "wide" {
+			t.Fatalf("partition %d is %v", i, p)
+		}
+	}
+	for _, i := range []int32{0, n / 2, n - 1} {
+		if _, err := tb.b.AppendBatch(ctx, "wide", i, storagetest.MakeBatch(3, 10, 1), -1); err != nil {
+			t.Fatalf("append to partition %d: %v", i, err)
+		}
+		if got := tb.b.partition("wide", i).NextOffset(); got != 3 {
+			t.Fatalf("partition %d ends at %d after 3 records, want 3", i, got)
+		}
+	}
+	if err := tb.b.deleteTopic("wide"); err != nil {
+		t.Fatal(err)
 	}
 }
