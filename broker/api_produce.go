@@ -148,20 +148,22 @@ func handleProduce(r *request) (kmsg.Response, error) {
 	// few of its batches would cost the next request a fresh frame, more
 	// memory than the copies it saves (many partitions each given a few
 	// tens of KiB in one request of several MiB).
-	// keepable estimates those bytes (what the partitions do when their
-	// appends run decides): batches of at least the write-behind to
-	// partitions whose files are not made yet.
-	keepable := func() int {
-		n := 0
+	// mostlyKept estimates it (what the partitions do when their appends
+	// run decides): batches of at least the write-behind to partitions
+	// whose files are not made yet make up half of n bytes.
+	mostlyKept := func(n int) bool {
+		kept := 0
 		for i := range items {
 			if k := len(items[i].rp.Records); k >= segmentWriteBehind && items[i].p.Pending() {
-				n += k
+				if kept += k; 2*kept >= n {
+					return true
+				}
 			}
 		}
-		return n
+		return false
 	}
 	var shared *storage.Shared
-	if f := r.frame; len(items) > 0 && len(f) >= segmentWriteBehind && 2*keepable() >= len(f) {
+	if f := r.frame; len(items) > 0 && len(f) >= segmentWriteBehind && mostlyKept(len(f)) {
 		shared = storage.NewShared(cap(f), func() { putFrame(f) })
 		r.shared = shared
 	}
