@@ -83,7 +83,7 @@ func BenchmarkProduce(b *testing.B) {
 	}{
 		{"sluice", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
 			fs := &flushStats{Sink: producer.NewKafkaSink(newClient(b), newTopic(b), 0)}
-			p, err := producer.NewRecordProducer(producer.WithSink(fs))
+			p, err := producer.NewRecordProducer(producer.WithSink(fs.sink()))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func BenchmarkProduce(b *testing.B) {
 		}},
 		{"sluice-inflight2", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
 			fs := &flushStats{Sink: producer.NewKafkaSink(newClient(b), newTopic(b), 0)}
-			p, err := producer.NewRecordProducer(producer.MaxInFlight(2), producer.WithSink(fs))
+			p, err := producer.NewRecordProducer(producer.MaxInFlight(2), producer.WithSink(fs.sink()))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -105,7 +105,7 @@ func BenchmarkProduce(b *testing.B) {
 		}},
 		{"sluice-packing", func(b *testing.B) (func(context.Context) error, func(), *flushStats) {
 			fs := &flushStats{Sink: producer.NewKafkaSink(newClient(b), newTopic(b), 0)}
-			p, err := producer.New[[]byte, packTag, PackedStatus](&packer{maxRecord: 16 << 10}, producer.WithSink(fs))
+			p, err := producer.New[[]byte, packTag, PackedStatus](&packer{maxRecord: 16 << 10}, producer.WithSink(fs.sink()))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func BenchmarkProduce(b *testing.B) {
 				b.Fatal(err)
 			}
 			fs := &flushStats{Sink: producer.NewInProcessSink(local, name, 0, -1)}
-			p, err := producer.NewRecordProducer(producer.WithSink(fs))
+			p, err := producer.NewRecordProducer(producer.WithSink(fs.sink()))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -271,6 +271,24 @@ func (s *flushStats) Produce(ctx context.Context, b producer.Batch) ([]int64, er
 	s.inSink += t1.Sub(t0)
 	s.mu.Unlock()
 	return offsets, err
+}
+
+// notKeptStats is a flushStats around a sink that keeps no records
+// (KafkaSink): the producer then reuses record slices through it, as it
+// does with the sink alone.
+type notKeptStats struct {
+	*flushStats
+	producer.RecordsNotKept
+}
+
+// sink returns s as the producer's Sink: one that keeps no records
+// when the sink it wraps keeps none, so that measuring the flushes does
+// not change what the producer allocates.
+func (s *flushStats) sink() producer.Sink {
+	if producer.KeepsNoRecords(s.Sink) {
+		return notKeptStats{flushStats: s}
+	}
+	return s
 }
 
 // reset starts the measurement; calls already running count from now.
@@ -489,7 +507,7 @@ func (w *wakeFloor) join(context.Context) error {
 // batch each time all its callers have joined.
 func TestBenchmarkHelpers(t *testing.T) {
 	fs := &flushStats{Sink: &instantSink{}}
-	p, err := producer.NewRecordProducer(producer.WithSink(fs))
+	p, err := producer.NewRecordProducer(producer.WithSink(fs.sink()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,5 +543,26 @@ func TestBenchmarkHelpers(t *testing.T) {
 	wg.Wait() // each round's batch completed, or this never returns
 	if w.joined != 0 {
 		t.Fatalf("%d callers left in an incomplete batch", w.joined)
+	}
+}
+
+// TestFlushStatsKeepsRecordReuse checks that the benchmarks' flush
+// counters leave the producer reusing KafkaSink's record slices, as it
+// does without them, and claim nothing for a sink that may keep records.
+func TestFlushStatsKeepsRecordReuse(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	kafka := producer.NewKafkaSink(cl, "t", 0)
+	if !producer.KeepsNoRecords(kafka) {
+		t.Fatal("KafkaSink does not promise to keep no records")
+	}
+	if fs := (&flushStats{Sink: kafka}); !producer.KeepsNoRecords(fs.sink()) {
+		t.Error("the flush counters around KafkaSink stop the producer reusing record slices")
+	}
+	if fs := (&flushStats{Sink: &instantSink{}}); producer.KeepsNoRecords(fs.sink()) {
+		t.Error("the flush counters around a sink that may keep records claim it keeps none")
 	}
 }
