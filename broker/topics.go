@@ -27,6 +27,9 @@ type topic struct {
 	// the first partition opened through this value (partitionLogger),
 	// before the value is published.
 	plog *slog.Logger
+	// dir is the topic's directory (meta.Layout.TopicDir), made like plog
+	// (partitionsDir).
+	dir string
 }
 
 // lookup returns a topic by name, or nil.

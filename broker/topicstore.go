@@ -170,7 +170,8 @@ const parallelCreateMin = 1024
 // the time, while its creator waits. On an error the partitions made
 // are closed and the first error is returned.
 func (b *Broker) createPartitions(t *topic, n int32) error {
-	b.partitionLogger(t) // t.plog made once, before the goroutines read it
+	b.partitionLogger(t) // t.plog and t.dir made once, before the goroutines read them
+	b.partitionsDir(t)
 	parts := make([]*partition.Partition, n)
 	errs := make([]error, n)
 	k := int32(min(runtime.GOMAXPROCS(0), 4))
@@ -208,7 +209,7 @@ func (b *Broker) createPartitions(t *topic, n int32) error {
 // openPartition opens (create: creates) one partition of t: its log,
 // the WAL's entries for it, its producer state, and its acceptor.
 func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Partition, error) {
-	dir := b.layout.PartitionDir(t.name, i)
+	dir := meta.PartitionDirIn(b.partitionsDir(t), i)
 	log := b.partitionLogger(t).With("partition", i)
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
@@ -260,6 +261,15 @@ func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Parti
 		}
 	}
 	return p, nil
+}
+
+// partitionsDir returns t's directory, which holds its partitions':
+// computed once per topic value, like partitionLogger.
+func (b *Broker) partitionsDir(t *topic) string {
+	if t.dir == "" {
+		t.dir = b.layout.TopicDir(t.name)
+	}
+	return t.dir
 }
 
 // partitionLogger returns the logger of t's partitions, without the

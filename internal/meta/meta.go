@@ -53,7 +53,22 @@ func (l Layout) TopicFile(topic string) string { return l.join(topicsDir, topic,
 
 // PartitionDir is a partition's directory.
 func (l Layout) PartitionDir(topic string, partition int32) string {
-	return l.join(topicsDir, topic, strconv.Itoa(int(partition)))
+	return PartitionDirIn(l.TopicDir(topic), partition)
+}
+
+// PartitionDirIn is PartitionDir for the topic whose TopicDir is
+// topicDir, made without cleaning the path again: the index is a plain
+// name, so topicDir, clean, stays clean with it appended. A caller that
+// opens many partitions of one topic computes topicDir once.
+func PartitionDirIn(topicDir string, partition int32) string {
+	idx := strconv.Itoa(int(partition))
+	switch topicDir {
+	case ".":
+		return idx
+	case string(filepath.Separator):
+		return topicDir + idx
+	}
+	return topicDir + string(filepath.Separator) + idx
 }
 
 // ParsePartitionDir reports whether name, an entry of a topic

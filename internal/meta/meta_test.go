@@ -3,7 +3,9 @@ package meta
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/sluicedb/sluice/internal/vfs"
@@ -25,6 +27,18 @@ func TestLayoutPaths(t *testing.T) {
 	} {
 		if got != want {
 			t.Errorf("path %q, want %q", got, want)
+		}
+	}
+	// PartitionDirIn appends to a clean topic directory what Join would.
+	for _, root := range []string{"/data", "data/", ".", "", "/", "a/../b", "./x//y"} {
+		for _, topic := range []string{"orders", "a.b", "_x", "x-y", "...", ".."} {
+			l := Layout{Root: root}
+			for _, i := range []int32{0, 7, 1999} {
+				want := filepath.Join(root, topicsDir, topic, strconv.Itoa(int(i)))
+				if got := l.PartitionDir(topic, i); got != want {
+					t.Errorf("Layout{%q}.PartitionDir(%q, %d) = %q, want %q", root, topic, i, got, want)
+				}
+			}
 		}
 	}
 	for name, want := range map[string]int32{"0": 0, "17": 17} {
