@@ -274,7 +274,9 @@ func (b *Broker) partitionsDir(t *topic) string {
 
 // partitionLogger returns the logger of t's partitions, without the
 // partition attribute: made once per topic value rather than once per
-// partition (a topic of 2000 partitions is opened on one goroutine).
+// partition. Like partitionsDir it fills t lazily, so a caller opening
+// t's partitions on several goroutines calls both first
+// (createPartitions).
 func (b *Broker) partitionLogger(t *topic) *slog.Logger {
 	if t.plog == nil {
 		t.plog = b.componentLogger("partition").With("topic", t.name)
