@@ -113,7 +113,12 @@ func serve(ctx context.Context, o serveOptions) error {
 		logger.Warn("--log-requests logs each request at debug level: add --log-level debug to see them", "log-level", level.String())
 	}
 
-	defer gcfloor.Start(gcHeapFloor(debug.SetMemoryLimit(-1)), os.Getenv("GOGC")).Stop()
+	floor := gcfloor.Start(gcHeapFloor(debug.SetMemoryLimit(-1)), os.Getenv("GOGC"))
+	defer floor.Stop()
+	// The heap the floor lets grow before a collection is mapped now,
+	// before the listener opens, rather than a page fault at a time under
+	// the first requests (a fresh broker's first topics and frames).
+	floor.Pretouch()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
