@@ -210,7 +210,7 @@ func (b *Broker) createPartitions(t *topic, n int32) error {
 // the WAL's entries for it, its producer state, and its acceptor.
 func (b *Broker) openPartition(t *topic, i int32, create bool) (*partition.Partition, error) {
 	dir := meta.PartitionDirIn(b.partitionsDir(t), i)
-	log := b.partitionLogger(t).With("partition", i)
+	log := newPartitionLogger(b.partitionLogger(t), i)
 	scfg := t.conf.storage()
 	scfg.Preallocate = b.cfg.preallocate
 	var pt *pendingTarget

@@ -71,18 +71,21 @@ type Acceptor struct {
 	// order.
 	queued  atomic.Int64
 	failure atomic.Pointer[failure] // why the partition stopped; nil while healthy
-	// queue is the channel of queued appends. It starts small
-	// (initialQueue) and grows up to Config.QueueSize when full (grow),
-	// so that thousands of idle partitions hold a few slots each. A grown
+	// queue is the channel of queued appends, made when the run
+	// goroutine starts (ensureRun). It starts small (initialQueue) and
+	// grows up to Config.QueueSize when full (grow), so that thousands of
+	// partitions written now and then hold a few slots each. A grown
 	// queue's old channel is closed once emptied into the new one: the
 	// run goroutine, seeing it closed, loads queue again.
 	queue atomic.Pointer[chan *waiter]
 
 	run runState // owned by the run goroutine (see runMu)
 
-	cfg  Config
-	log  partitionLog
-	kick chan struct{} // (buffered 1) makes the run goroutine look at its state again
+	cfg Config
+	log partitionLog
+	// ch holds the run goroutine's channels, made when it starts
+	// (ensureRun): a partition never written makes none.
+	ch atomic.Pointer[runChans]
 	// behind is set by the WAL (its OnBehind, see runState.tickOnDemand)
 	// when it may want this partition's checkpoint, and cleared by the
 	// flush tick that looks.
@@ -106,10 +109,18 @@ type Acceptor struct {
 	// leaveSync is set by CloseLeavingSync before stop is closed: the run
 	// goroutine's shutdown skips the final log fsync no append waits on.
 	leaveSync atomic.Bool
-	closing   chan struct{} // closed first by Close: wakes Appends blocked on a full queue
-	stop      chan struct{} // closed by Close after sendMu is closed: the run goroutine drains and exits
-	done      chan struct{} // closed by the run goroutine when it returns
-	closeErr  error         // set by the run goroutine before done is closed
+	closeErr  error // set by the run goroutine before done is closed
+}
+
+// runChans are the channels of an acceptor whose run goroutine started:
+// only an Enqueue starts it, so only then can an append block on a full
+// queue (closing), the run goroutine wait (kick, stop) or Close wait for
+// it (done).
+type runChans struct {
+	kick    chan struct{} // (buffered 1) makes the run goroutine look at its state again
+	closing chan struct{} // closed first by Close: wakes Appends blocked on a full queue
+	stop    chan struct{} // closed by Close after sendMu is closed: the run goroutine drains and exits
+	done    chan struct{} // closed by the run goroutine when it returns
 }
 
 // waiters holds recycled waiters, shared by every acceptor: with
@@ -126,16 +137,7 @@ func Start(log *storage.Log, cfg Config) *Acceptor { return start(log, cfg) }
 
 func start(log partitionLog, cfg Config) *Acceptor {
 	cfg = cfg.withDefaults()
-	a := &Acceptor{
-		cfg:     cfg,
-		log:     log,
-		kick:    make(chan struct{}, 1),
-		closing: make(chan struct{}),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-	}
-	q := make(chan *waiter, min(initialQueue, cfg.QueueSize))
-	a.queue.Store(&q)
+	a := &Acceptor{cfg: cfg, log: log}
 	hw := log.NextOffset()
 	if err := log.Sync(); err != nil {
 		a.failure.Store(&failure{cause: fmt.Errorf("sync at start: %w", err)})
@@ -161,8 +163,9 @@ func start(log partitionLog, cfg Config) *Acceptor {
 
 // ensureRun starts the run goroutine if it has not started. A created
 // partition's starts at its first append (Enqueue), so that creating
-// thousands of partitions starts no goroutine and no timer, and one never
-// written holds none. After Close it starts nothing.
+// thousands of partitions starts no goroutine and no timer and makes no
+// channel, and one never written holds none. After Close it starts
+// nothing.
 func (a *Acceptor) ensureRun() {
 	if a.running.Load() {
 		return
@@ -172,6 +175,14 @@ func (a *Acceptor) ensureRun() {
 	if a.running.Load() || a.unstarted {
 		return
 	}
+	q := make(chan *waiter, min(initialQueue, a.cfg.QueueSize))
+	a.queue.Store(&q)
+	a.ch.Store(&runChans{
+		kick:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	})
 	a.run.startRun()
 	a.running.Store(true)
 	go a.loop()
@@ -258,7 +269,7 @@ func (a *Acceptor) Enqueue(ctx context.Context, req *Request) (Pending, error) {
 		a.sendMu.RUnlock()
 		a.recycle(w)
 		return Pending{}, ctx.Err()
-	case <-a.closing:
+	case <-a.ch.Load().closing: // started by Enqueue's ensureRun
 		a.queued.Add(-1)
 		a.sendMu.RUnlock()
 		a.recycle(w)
@@ -361,10 +372,16 @@ func (a *Acceptor) appendSyncInline(w *waiter) bool {
 	return true
 }
 
-// kickRun makes the run goroutine look at its state again.
+// kickRun makes the run goroutine look at its state again. Before it
+// started there is nothing to kick: it looks at its state when it
+// starts.
 func (a *Acceptor) kickRun() {
+	c := a.ch.Load()
+	if c == nil {
+		return
+	}
 	select {
-	case a.kick <- struct{}{}:
+	case c.kick <- struct{}{}:
 	default: // already kicked
 	}
 }
@@ -527,31 +544,31 @@ func (a *Acceptor) CloseLeavingSync() error { return a.close(true) }
 func (a *Acceptor) close(leaveSync bool) error {
 	a.closeOnce.Do(func() {
 		a.leaveSync.Store(leaveSync)
-		close(a.closing)
+		// startMu first: with it held no run goroutine starts, so c says
+		// for good whether one did.
 		a.startMu.Lock()
+		c := a.ch.Load()
+		if c != nil {
+			close(c.closing)
+		}
 		a.sendMu.Lock()
 		a.sendClosed = true
 		a.sendMu.Unlock()
-		if !a.running.Load() {
+		if c == nil {
 			// Never appended to: nothing is queued, written or owed an
 			// fsync, so there is no goroutine to stop.
 			a.unstarted = true
 			a.startMu.Unlock()
-			a.stopUnstarted()
+			a.markStopped() // as the run goroutine's shutdown would
 			return
 		}
 		a.startMu.Unlock()
-		close(a.stop)
+		close(c.stop)
 	})
-	<-a.done
+	if c := a.ch.Load(); c != nil {
+		<-c.done
+	}
 	return a.closeErr
-}
-
-// stopUnstarted is Close for an acceptor whose run goroutine never
-// started: it marks it stopped as the run goroutine's shutdown would.
-func (a *Acceptor) stopUnstarted() {
-	a.markStopped()
-	close(a.done)
 }
 
 // markStopped records that the acceptor takes no more appends and wakes

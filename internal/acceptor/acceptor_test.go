@@ -836,7 +836,7 @@ func TestWriteDuringFsyncWaitsForTheNextOne(t *testing.T) {
 	expect(t, entered, "sync")
 	r0, o0 := mkReq(2, 100, 0, true)
 	c0 := goAppend(ctx, fx.a, r0, o0)
-	waitFor(t, func() bool { return len(*fx.a.queue.Load()) == 1 }, "the second append to be queued")
+	waitFor(t, func() bool { return queueLen(fx.a) == 1 }, "the second append to be queued")
 	gate <- struct{}{}
 	cw.wait(t)
 	expect(t, entered, "append")
@@ -924,7 +924,7 @@ func TestLoneAppendsSyncInline(t *testing.T) {
 	expect(t, entered, "sync")
 	r6, o6 := mkReq(1, 50, 6, true)
 	c6 := goAppend(ctx, fx.a, r6, o6)
-	waitFor(t, func() bool { return len(*fx.a.queue.Load()) == 1 }, "an append to be queued during the fsync")
+	waitFor(t, func() bool { return queueLen(fx.a) == 1 }, "an append to be queued during the fsync")
 	gate <- struct{}{}
 	c5.wait(t)
 	expect(t, entered, "append")
@@ -1022,8 +1022,12 @@ func TestCoalescingGrowsBuffer(t *testing.T) {
 func TestQueueGrowsInOrder(t *testing.T) {
 	const max = 300
 	fx := newFixture(t, func(c *Config) { c.QueueSize = max })
+	if q := fx.a.queue.Load(); q != nil {
+		t.Fatalf("an acceptor never appended to has a queue of %d slots, want none", cap(*q))
+	}
+	fx.a.ensureRun() // as the first Enqueue does
 	if got := cap(*fx.a.queue.Load()); got != initialQueue {
-		t.Fatalf("a new acceptor's queue has %d slots, want %d", got, initialQueue)
+		t.Fatalf("a started acceptor's queue has %d slots, want %d", got, initialQueue)
 	}
 	entered, release := fx.gateAppends()
 	ctx := context.Background()
@@ -1107,8 +1111,8 @@ func TestCloseLeavingSync(t *testing.T) {
 }
 
 // TestEmptyLogStartsNoGoroutine: an acceptor of a log that holds nothing
-// starts no goroutine and no ticker until its first append, and closes
-// without one.
+// starts no goroutine and no ticker, and makes no channel or queue, until its
+// first append, and closes without one, as often as it is closed.
 func TestEmptyLogStartsNoGoroutine(t *testing.T) {
 	mt := newManualTicker()
 	cfg := testConfig(mt)
@@ -1116,12 +1120,17 @@ func TestEmptyLogStartsNoGoroutine(t *testing.T) {
 	mt.mu.Lock()
 	tickers := len(mt.chans)
 	mt.mu.Unlock()
-	if tickers != 0 || idle.running.Load() {
-		t.Fatalf("before any append: %d tickers, running %v; want none", tickers, idle.running.Load())
+	if tickers != 0 || idle.running.Load() || idle.ch.Load() != nil || idle.queue.Load() != nil {
+		t.Fatalf("before any append: %d tickers, running %v, channels %v, queue %v; want none",
+			tickers, idle.running.Load(), idle.ch.Load() != nil, idle.queue.Load() != nil)
 	}
+	idle.kickRun() // nothing to kick
 	hw := idle.HWChanged()
 	if err := idle.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if err := idle.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
 	}
 	select {
 	case <-hw:
@@ -1132,7 +1141,7 @@ func TestEmptyLogStartsNoGoroutine(t *testing.T) {
 	if _, err := idle.Append(context.Background(), r); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append after Close: %v, want ErrClosed", err)
 	}
-	if idle.running.Load() {
+	if idle.running.Load() || idle.ch.Load() != nil {
 		t.Fatal("an append after Close started the run goroutine")
 	}
 
@@ -1144,7 +1153,7 @@ func TestEmptyLogStartsNoGoroutine(t *testing.T) {
 	mt.mu.Lock()
 	tickers = len(mt.chans)
 	mt.mu.Unlock()
-	if tickers == 0 || !used.running.Load() {
-		t.Fatalf("after an append: %d tickers, running %v", tickers, used.running.Load())
+	if tickers == 0 || !used.running.Load() || used.ch.Load() == nil {
+		t.Fatalf("after an append: %d tickers, running %v, channels %v", tickers, used.running.Load(), used.ch.Load() != nil)
 	}
 }

@@ -251,10 +251,19 @@ func goAppend(ctx context.Context, a *Acceptor, req *Request, orig []byte) *call
 // that a test controls the queue's order.
 func queueAppend(t *testing.T, ctx context.Context, a *Acceptor, req *Request, orig []byte) *call {
 	t.Helper()
-	before := len(*a.queue.Load())
+	before := queueLen(a)
 	c := goAppend(ctx, a, req, orig)
-	waitFor(t, func() bool { return len(*a.queue.Load()) > before }, "append to enter the queue")
+	waitFor(t, func() bool { return queueLen(a) > before }, "append to enter the queue")
 	return c
+}
+
+// queueLen is the number of appends in a's queue (none before its run
+// goroutine made the queue).
+func queueLen(a *Acceptor) int {
+	if q := a.queue.Load(); q != nil {
+		return len(*q)
+	}
+	return 0
 }
 
 // waitFor polls cond until it holds; it fails the test after a generous

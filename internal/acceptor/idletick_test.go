@@ -59,7 +59,7 @@ func TestIdlePartitionWaitsForWALToAskCheckpoint(t *testing.T) {
 	}
 	kickAndWait := func() {
 		quiet.kickRun()
-		for len(quiet.kick) > 0 {
+		for len(quiet.ch.Load().kick) > 0 {
 			runtime.Gosched()
 		}
 		waitRunIdle(quiet)

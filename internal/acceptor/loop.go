@@ -257,7 +257,8 @@ func (a *Acceptor) syncLog() error {
 // appends come one at a time it runs inline (see runState.overlap).
 func (a *Acceptor) loop() {
 	r := &a.run
-	defer close(a.done)
+	c := a.ch.Load() // stored before the goroutine started
+	defer close(c.done)
 	// Until the goroutine holds runMu, appends are handled inline, as
 	// while it waits in its select.
 	a.runMu.Lock()
@@ -300,9 +301,9 @@ func (a *Acceptor) loop() {
 				ev = evRetain
 			case <-healC:
 				ev = evHeal
-			case <-a.kick:
+			case <-c.kick:
 				ev = evKick
-			case <-a.stop:
+			case <-c.stop:
 				ev = evStop
 			}
 			a.runMu.Lock()

@@ -609,7 +609,11 @@ func (p *Partition) loadLegacySnapshot(start, end int64, pids *producerTable, tx
 // on (from a snapshot, or the log start with empty tables), reading
 // their headers and their transaction markers' records.
 func rebuildState(l *storage.Log, from int64, pids *producerTable, txns *txnIndex) error {
-	return l.ScanHeaders(max(from, l.StartOffset()), func(h batch.Header) error {
+	start := max(from, l.StartOffset())
+	if start >= l.NextOffset() {
+		return nil // nothing to scan: a new partition, or a snapshot at the end
+	}
+	return l.ScanHeaders(start, func(h batch.Header) error {
 		if h.BaseOffset < from {
 			return nil // covered by the snapshot
 		}

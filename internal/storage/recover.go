@@ -333,7 +333,7 @@ func Create(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{fs: fs, dir: dir, cfg: cfg}
-	path := filepath.Join(dir, segmentName(0)+logSuffix)
+	path := segmentPath(dir, 0)
 	l.lazy = &lazyFile{fs: fs, dir: dir, path: path}
 	if cfg.WriteBehind > 0 {
 		l.lazy.pendMax, l.lazy.onPending, l.lazy.budget = pendMax, cfg.OnPending, cfg.Pending
@@ -353,7 +353,7 @@ func Create(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 // createSegment creates an empty segment file at base. The caller syncs
 // the directory.
 func (l *Log) createSegment(base int64) (*segment, error) {
-	path := filepath.Join(l.dir, segmentName(base)+logSuffix)
+	path := segmentPath(l.dir, base)
 	f, err := l.fs.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %s: %w", path, err)
@@ -361,14 +361,14 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 	if l.cfg.WriteBehind > 0 {
 		f = newTailFile(f, 0, l.cfg.WriteBehind)
 	}
-	return newSegment(l.dir, base, f), nil
+	return newSegmentAt(path, base, f), nil
 }
 
 // recoverSegment opens the segment at base and brings its indexes up to
 // date, scanning whatever no trusted index covers. changed reports a
 // directory change (a rewritten or removed index) that needs SyncDir.
 func (l *Log) recoverSegment(base int64, last bool, cp *checkpoint) (_ *segment, changed bool, err error) {
-	path := filepath.Join(l.dir, segmentName(base)+logSuffix)
+	path := segmentPath(l.dir, base)
 	var f vfs.File
 	if last {
 		f, err = l.fs.OpenRW(path)

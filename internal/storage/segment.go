@@ -39,6 +39,29 @@ func segmentName(base int64) string {
 	return string(b[:])
 }
 
+// segmentPath is filepath.Join(dir, segmentName(base)+logSuffix), the
+// path of the segment file at base, built in one allocation when dir is
+// clean already, as a partition's directory is: creating thousands of
+// partitions builds one each.
+func segmentPath(dir string, base int64) string {
+	sep := string(filepath.Separator)
+	if base < 0 || dir == "" || dir == "." || strings.HasSuffix(dir, sep) || filepath.Clean(dir) != dir {
+		return filepath.Join(dir, segmentName(base)+logSuffix)
+	}
+	var digits [20]byte
+	for i := len(digits) - 1; i >= 0; i-- {
+		digits[i] = byte('0' + base%10)
+		base /= 10
+	}
+	var b strings.Builder
+	b.Grow(len(dir) + len(sep) + len(digits) + len(logSuffix))
+	b.WriteString(dir)
+	b.WriteString(sep)
+	b.Write(digits[:])
+	b.WriteString(logSuffix)
+	return b.String()
+}
+
 // parseSegmentName returns the base offset of a "%020d.log" file name.
 func parseSegmentName(name string) (int64, bool) {
 	stem, ok := strings.CutSuffix(name, logSuffix)
@@ -101,7 +124,7 @@ type segment struct {
 }
 
 func newSegment(dir string, base int64, f vfs.File) *segment {
-	return newSegmentAt(filepath.Join(dir, segmentName(base)+logSuffix), base, f)
+	return newSegmentAt(segmentPath(dir, base), base, f)
 }
 
 // newSegmentAt is newSegment of the .log file at path.
