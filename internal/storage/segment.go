@@ -31,12 +31,18 @@ func segmentName(base int64) string {
 	if base < 0 {
 		return fmt.Sprintf("%020d", base)
 	}
+	b := segmentDigits(base)
+	return string(b[:])
+}
+
+// segmentDigits is base's 20 zero-padded decimal digits (base >= 0).
+func segmentDigits(base int64) [20]byte {
 	var b [20]byte
 	for i := len(b) - 1; i >= 0; i-- {
 		b[i] = byte('0' + base%10)
 		base /= 10
 	}
-	return string(b[:])
+	return b
 }
 
 // segmentPath is filepath.Join(dir, segmentName(base)+logSuffix), the
@@ -48,11 +54,7 @@ func segmentPath(dir string, base int64) string {
 	if base < 0 || dir == "" || dir == "." || strings.HasSuffix(dir, sep) || filepath.Clean(dir) != dir {
 		return filepath.Join(dir, segmentName(base)+logSuffix)
 	}
-	var digits [20]byte
-	for i := len(digits) - 1; i >= 0; i-- {
-		digits[i] = byte('0' + base%10)
-		base /= 10
-	}
+	digits := segmentDigits(base)
 	var b strings.Builder
 	b.Grow(len(dir) + len(sep) + len(digits) + len(logSuffix))
 	b.WriteString(dir)
