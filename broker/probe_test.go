@@ -100,6 +100,16 @@ func TestTLSProbeIsNoAuthFailure(t *testing.T) {
 	}
 	c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
 	c.Close()
+	// The connection count may still read 0 before the broker has
+	// accepted this connection: wait for the failure itself, then for
+	// the connection to close, and check that it counted once.
+	deadline := time.Now().Add(30 * time.Second)
+	for gauge(t, reg, "sluice_broker_authentication_failures_total") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a non-TLS client was never counted as an authentication failure")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	waitConns()
 	if n := gauge(t, reg, "sluice_broker_authentication_failures_total"); n != 1 {
 		t.Fatalf("a non-TLS client counted %v authentication failures, want 1", n)
