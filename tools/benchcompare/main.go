@@ -19,7 +19,10 @@
 // each broker running in every slot and after each of the others as
 // often (see order). Before each run benchcompare syncs the
 // filesystems and waits, up to 10 s, for a machine whose processors are
-// idle (see settleMachine); the wait is printed with the run.
+// idle (see settleMachine); the wait is printed with the run. With a
+// one-caller synchronous workload it first measures the disk's
+// fdatasync floor and prints each broker's p50 against it (floor.go;
+// --floor=false skips it).
 package main
 
 import (
@@ -83,6 +86,7 @@ func main() {
 	only := flag.String("workloads", "", "comma-separated workload names (default all)")
 	baseline := flag.String("baseline", "", "a second sluice binary (an earlier build), run as brokers sluice-before and sluice-before-bare beside --sluice")
 	timeout := flag.Duration("timeout", 0, "passed to each `sluice bench` run as --timeout (0: its default); a loaded machine creates 2000 partitions slowly")
+	floor := flag.Bool("floor", true, "with a one-caller synchronous workload (sync-1x*) and kfake-mem selected: first measure the disk's fdatasync floor where the runs' data directories are made, back to back and after a 100 µs peer, and print each broker's p50 against kfake-mem's p50 plus each floor")
 	brokers := flag.String("brokers", "", "comma-separated broker names to run (default all but the -bare ones): sluice (its default configuration: console, metrics and schema registry on), sluice-bare (--http '' and no schema registry: the broker alone), sluice-before and sluice-before-bare (--baseline), kfake-mem, kfake-sync")
 	flag.Parse()
 	if *sluiceBin == "" || *kfakeBin == "" {
@@ -137,6 +141,18 @@ func main() {
 			}
 		}
 	}
+	var fl floors
+	measureFloor := false
+	if *floor && slices.ContainsFunc(sel, syncOne) && slices.ContainsFunc(kinds, func(k brokerKind) bool { return k.name == "kfake-mem" }) {
+		settleMachine(10 * time.Second)
+		var err error
+		if fl, err = measureFloors(floorDir()); err != nil {
+			fmt.Fprintf(os.Stderr, "benchcompare: floor: %v\n", err)
+			os.Exit(1)
+		}
+		measureFloor = true
+		fmt.Fprintf(os.Stderr, "floor in %s: p50 back to back %v, after a %v peer %v\n", fl.dir, fl.backToBack, floorPeer, fl.peer)
+	}
 	results := map[string]map[string][]bench.Result{}
 	defer removeLeftovers()
 	for _, w := range sel {
@@ -163,6 +179,9 @@ func main() {
 		}
 	}
 	printTable(sel, kinds, results)
+	if measureFloor {
+		printFloors(floorRows(sel, kinds, results, fl), fl)
+	}
 }
 
 // order returns the brokers in the order round r runs them: row r of a
