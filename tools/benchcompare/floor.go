@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -108,6 +107,3 @@ func printFloors(rows []floorRow, f floors) {
 			r.vsBackToBack, (r.base + f.backToBack).Round(time.Microsecond), r.vsPeer, (r.base + f.peer).Round(time.Microsecond))
 	}
 }
-
-// floorDir is where the runs' data directories are made (runOne).
-func floorDir() string { return os.TempDir() }

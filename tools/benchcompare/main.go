@@ -141,16 +141,15 @@ func main() {
 			}
 		}
 	}
-	var fl floors
-	measureFloor := false
+	var fl floors // fl.dir is set once measured
 	if *floor && slices.ContainsFunc(sel, syncOne) && slices.ContainsFunc(kinds, func(k brokerKind) bool { return k.name == "kfake-mem" }) {
 		settleMachine(10 * time.Second)
 		var err error
-		if fl, err = measureFloors(floorDir()); err != nil {
+		// Where runOne makes the runs' data directories.
+		if fl, err = measureFloors(os.TempDir()); err != nil {
 			fmt.Fprintf(os.Stderr, "benchcompare: floor: %v\n", err)
 			os.Exit(1)
 		}
-		measureFloor = true
 		fmt.Fprintf(os.Stderr, "floor in %s: p50 back to back %v, after a %v peer %v\n", fl.dir, fl.backToBack, floorPeer, fl.peer)
 	}
 	results := map[string]map[string][]bench.Result{}
@@ -179,7 +178,7 @@ func main() {
 		}
 	}
 	printTable(sel, kinds, results)
-	if measureFloor {
+	if fl.dir != "" {
 		printFloors(floorRows(sel, kinds, results, fl), fl)
 	}
 }
