@@ -45,8 +45,13 @@ import (
 // closes (which interrupts it only while it waits for a new request);
 // serve then lets writeLoop answer every request already read.
 type conn struct {
-	b    *Broker
-	nc   net.Conn
+	b  *Broker
+	nc net.Conn
+	// rw reads and writes the connection's bytes: for TCP the socket
+	// through raw system calls (newSockIO), for TLS the TLS connection
+	// over them. nc stays the connection itself, for deadlines, Close
+	// and fetch's sendfile.
+	rw   io.ReadWriter
 	host string
 	log  *slog.Logger // the connection's logger, set by serve before it starts writeLoop
 	// r is used only by the read loop (serve); nil until the
@@ -98,6 +103,16 @@ type conn struct {
 	quiet int
 	tls   bool // nc is a TLS connection (set by newConn)
 }
+
+// sockConn is a connection whose reads and writes go through rw (the
+// socket's raw calls, newSockIO), under crypto/tls.
+type sockConn struct {
+	net.Conn
+	rw io.ReadWriter
+}
+
+func (s sockConn) Read(p []byte) (int, error)  { return s.rw.Read(p) }
+func (s sockConn) Write(p []byte) (int, error) { return s.rw.Write(p) }
 
 // maxInFlight bounds the requests read but not yet answered on one
 // connection (Kafka clients send at most 5 produce requests in flight).
@@ -151,14 +166,16 @@ func newConn(b *Broker, nc net.Conn, l *listener) *conn {
 	if err != nil {
 		host = nc.RemoteAddr().String()
 	}
+	rw := newSockIO(nc)
 	if l.tlsc != nil {
 		// Record bytes then go through crypto/tls: sendfile does not
 		// apply (storage.Slice.WriteTo copies through a buffer).
-		nc = tls.Server(nc, l.tlsc)
+		nc = tls.Server(sockConn{Conn: nc, rw: rw}, l.tlsc)
+		rw = nc
 	}
 	_, isTLS := nc.(*tls.Conn)
 	return &conn{
-		b: b, nc: nc, host: host, tls: isTLS,
+		b: b, nc: nc, rw: rw, host: host, tls: isTLS,
 		out: make(chan *pending, maxInFlight), writerDone: make(chan struct{}),
 		idle:      true, // no request has started
 		lis:       l,
@@ -499,7 +516,7 @@ func (c *conn) readFrame() ([]byte, error) {
 	var size [4]byte
 	src := io.Reader(c.r)
 	if c.r == nil {
-		src = c.nc
+		src = c.rw
 	}
 	if _, err := io.ReadFull(src, size[:1]); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -513,7 +530,7 @@ func (c *conn) readFrame() ([]byte, error) {
 	}
 	c.setBusy()
 	if c.r == nil {
-		c.r = bufio.NewReaderSize(c.nc, connBufSize)
+		c.r = bufio.NewReaderSize(c.rw, connBufSize)
 	}
 	if _, err := io.ReadFull(c.r, size[1:]); err != nil {
 		return nil, fmt.Errorf("read request size: %w", err)
@@ -720,7 +737,7 @@ func (c *conn) dispatch(frame []byte) error {
 func (c *conn) writeResponse(corr int32, resp kmsg.Response) error {
 	c.armWrite() // a full buffer writes to the socket
 	if c.w == nil {
-		c.w = bufio.NewWriterSize(c.nc, connBufSize) // the first response
+		c.w = bufio.NewWriterSize(c.rw, connBufSize) // the first response
 	}
 	if fr, ok := resp.(*fetchReply); ok {
 		return fr.write(c, corr)

@@ -369,6 +369,26 @@ func (z *lazyFile) Sync() error {
 	return f.Sync()
 }
 
+// SyncHeld is Sync made the held way (vfs.SyncHeld) once the file is
+// made; making it is ordinary system calls.
+func (z *lazyFile) SyncHeld() (bool, error) {
+	if f := z.f.Load(); f != nil {
+		return vfs.SyncHeld(*f)
+	}
+	return false, z.Sync()
+}
+
+// WriteAtHeld is WriteAt made the held way (vfs.WriteAtHeld) once the
+// file is made; before, the bytes are kept or the file made as WriteAt
+// does.
+func (z *lazyFile) WriteAtHeld(p []byte, off int64) (int, bool, error) {
+	if f := z.f.Load(); f != nil {
+		return vfs.WriteAtHeld(*f, p, off)
+	}
+	n, err := z.WriteAt(p, off)
+	return n, false, err
+}
+
 func (z *lazyFile) Truncate(size int64) error {
 	if z.f.Load() == nil {
 		z.mu.Lock()

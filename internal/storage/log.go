@@ -329,7 +329,17 @@ func (l *Log) Sync() error {
 	if err := l.syncCheckpointZeroing(); err != nil {
 		return l.fail("sync", err)
 	}
-	if err := a.file.Sync(); err != nil { // flushes a write-behind tail first
+	var err error
+	if size-synced <= vfs.HoldMaxBytes {
+		// A small sync (a lone synchronous producer's, each request
+		// its own): its write and fsync keep this goroutine's processor
+		// (vfs.SyncHeld), so that the runtime neither wakes its monitor
+		// thread nor hands the processor to another thread for them.
+		_, err = vfs.SyncHeld(a.file)
+	} else {
+		err = a.file.Sync()
+	}
+	if err != nil { // a write-behind tail is flushed first either way
 		if errors.Is(err, ErrFilesHeld) {
 			return fmt.Errorf("storage: sync %s: %w", a.path, err) // nothing was written: the log is not failed
 		}

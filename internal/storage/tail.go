@@ -164,12 +164,22 @@ const tailPage = 4096
 // flushLocked writes the tail to the file. On error the tail is kept
 // (the caller fails the log; Truncate or Close drop it). The caller holds
 // mu.
-func (t *tailFile) flushLocked() error {
+func (t *tailFile) flushLocked() error { return t.flushTail(false) }
+
+// flushTail is flushLocked, its write made with vfs.WriteAtHeld when held
+// is set (SyncHeld). The caller holds mu.
+func (t *tailFile) flushTail(held bool) error {
 	if len(t.buf) == 0 {
 		return nil
 	}
 	start := t.start.Load()
-	n, err := t.f.WriteAt(t.buf, start)
+	var n int
+	var err error
+	if held {
+		n, _, err = vfs.WriteAtHeld(t.f, t.buf, start)
+	} else {
+		n, err = t.f.WriteAt(t.buf, start)
+	}
 	if err == nil && n != len(t.buf) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(t.buf))
 	}
@@ -254,6 +264,25 @@ func (t *tailFile) Sync() error {
 		return err
 	}
 	return t.f.Sync()
+}
+
+// SyncHeld is Sync with the tail's write and the fsync made the held way
+// (vfs.SyncHeld), for a small sync its caller waits for on the latency
+// path (Log.Sync). It reports whether the fsync held its processor.
+func (t *tailFile) SyncHeld() (bool, error) {
+	t.mu.Lock()
+	err := t.flushTail(true)
+	t.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	return vfs.SyncHeld(t.f)
+}
+
+// WriteAtHeld is WriteAt (vfs.HeldFile); only SyncHeld holds.
+func (t *tailFile) WriteAtHeld(p []byte, off int64) (int, bool, error) {
+	n, err := t.WriteAt(p, off)
+	return n, false, err
 }
 
 // syncFlushed fsyncs the bytes already in the file, leaving the tail in

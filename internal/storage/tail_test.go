@@ -556,3 +556,76 @@ func TestWriteBehindPageWrites(t *testing.T) {
 		t.Fatal("the reopened log differs from what was appended")
 	}
 }
+
+// heldFS counts the held calls (vfs.SyncHeld, vfs.WriteAtHeld) that
+// reach its files, which pass them on as the ordinary calls.
+type heldFS struct {
+	vfs.FS
+	syncs, writes, plainSyncs int
+}
+
+type heldFile struct {
+	vfs.File
+	fs *heldFS
+}
+
+func (h *heldFS) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &heldFile{File: f, fs: h}, nil
+}
+
+func (h *heldFS) Create(name string) (vfs.File, error) { return h.wrap(h.FS.Create(name)) }
+func (h *heldFS) OpenRW(name string) (vfs.File, error) { return h.wrap(h.FS.OpenRW(name)) }
+func (h *heldFS) Open(name string) (vfs.File, error)   { return h.wrap(h.FS.Open(name)) }
+
+func (f *heldFile) Sync() error { f.fs.plainSyncs++; return f.File.Sync() }
+
+func (f *heldFile) SyncHeld() (bool, error) { f.fs.syncs++; return true, f.File.Sync() }
+
+func (f *heldFile) WriteAtHeld(p []byte, off int64) (int, bool, error) {
+	f.fs.writes++
+	n, err := f.File.WriteAt(p, off)
+	return n, true, err
+}
+
+// TestSmallSyncHeld: a Sync of at most vfs.HoldMaxBytes writes the tail
+// and fsyncs the segment the held way, through the write-behind tail and
+// the lazily made file, and the bytes are durable; a larger one makes
+// the ordinary calls.
+func TestSmallSyncHeld(t *testing.T) {
+	cfg := Config{SegmentBytes: 1 << 20, Preallocate: -1, WriteBehind: 64 << 10}
+	m := vfs.NewMem()
+	fs := &heldFS{FS: m}
+	l := mustOpen(t, fs, dir, cfg)
+	a := newAppender(t, l)
+	a.add(1, 100, 1)
+	if err := l.Sync(); err != nil { // the first: the file is made
+		t.Fatal(err)
+	}
+	a.add(2, 100, 2)
+	fs.syncs, fs.writes, fs.plainSyncs = 0, 0, 0
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if fs.syncs != 1 || fs.writes != 1 || fs.plainSyncs != 0 {
+		t.Fatalf("small sync: %d held syncs, %d held writes, %d ordinary syncs; want 1, 1, 0", fs.syncs, fs.writes, fs.plainSyncs)
+	}
+	checkCrashImage(t, m, cfg, a.data, "after a held sync")
+
+	for range 3 {
+		a.add(10, 1000, 3) // over 16 KiB unsynced
+	}
+	fs.syncs, fs.writes, fs.plainSyncs = 0, 0, 0
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if fs.syncs != 0 || fs.writes != 0 || fs.plainSyncs != 1 {
+		t.Fatalf("large sync: %d held syncs, %d held writes, %d ordinary syncs; want 0, 0, 1", fs.syncs, fs.writes, fs.plainSyncs)
+	}
+	checkCrashImage(t, m, cfg, a.data, "after an ordinary sync")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

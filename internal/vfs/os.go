@@ -154,29 +154,3 @@ func (fs osFS) SyncSince(h io.Closer, files []File) error {
 // (25 ms measured on a shared disk): worth it for the hundreds of
 // directories of a new topic, not for a few.
 const syncDirsMin = 32
-
-// SyncHeld is f.Sync for a sync that its caller runs one at a time on
-// the latency path (the shared write-ahead log's round): for a file of
-// the OS filesystem on Linux the fdatasync keeps the calling goroutine's
-// processor (see datasyncHeld) instead of entering a blocking system call.
-// Other files sync as f.Sync does.
-func SyncHeld(f File) error {
-	if o, ok := f.(osFile); ok {
-		return datasyncHeld(o.f)
-	}
-	return f.Sync()
-}
-
-// WriteAtHeld is f.WriteAt for a write that blocks until the device has
-// the bytes (a file opened with DirectOpener) and that its caller runs
-// one at a time on the latency path (the shared write-ahead log's
-// round): for a file of the OS filesystem on Linux the write keeps the
-// calling goroutine's processor, as SyncHeld's fdatasync does, instead
-// of entering a blocking system call. Other files write as f.WriteAt
-// does.
-func WriteAtHeld(f File, p []byte, off int64) (int, error) {
-	if o, ok := f.(osFile); ok {
-		return writeAtHeld(o.f, p, off)
-	}
-	return f.WriteAt(p, off)
-}

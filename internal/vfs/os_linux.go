@@ -13,6 +13,9 @@ import (
 // (fdatasync), retrying on EINTR.
 func datasync(f *os.File) error { return fdatasync(f, false) }
 
+// canHold: held calls are raw system calls here (see held.go).
+const canHold = true
+
 // datasyncHeld is datasync made as a raw system call: the calling
 // goroutine keeps its processor (P) while the disk syncs, so the
 // runtime neither hands that P to another thread nor keeps its monitor

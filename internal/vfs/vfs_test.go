@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // exercise runs the same scenario on any FS and checks the results a
@@ -426,11 +428,11 @@ func TestSyncHeld(t *testing.T) {
 	if _, err := f.WriteAt([]byte("data"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := SyncHeld(f); err != nil {
-		t.Fatalf("SyncHeld on an OS file: %v", err)
+	if held, err := SyncHeld(f); err != nil || held != (canHold && runtime.GOMAXPROCS(0) >= 2) {
+		t.Fatalf("SyncHeld on an OS file: held %v, %v (GOMAXPROCS %d)", held, err, runtime.GOMAXPROCS(0))
 	}
 	f.Close()
-	if err := SyncHeld(f); err == nil {
+	if _, err := SyncHeld(f); err == nil {
 		t.Fatal("SyncHeld on a closed OS file succeeded")
 	}
 
@@ -441,11 +443,44 @@ func TestSyncHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SyncHeld(mf); !errors.Is(err, syscall.EIO) {
+	if _, err := SyncHeld(mf); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("SyncHeld on a memory file whose sync fails: %v, want EIO", err)
 	}
-	if err := SyncHeld(mf); err != nil {
+	if held, err := SyncHeld(mf); err != nil || held {
 		t.Fatalf("second SyncHeld on a memory file: %v", err)
+	}
+}
+
+// TestHoldGate: the gate admits at most max held calls at once, none
+// with max below 1, and none within HoldCooloff of a call slower than
+// HoldMaxWait.
+func TestHoldGate(t *testing.T) {
+	var g holdGate
+	t0 := time.Unix(1000, 0).UnixNano()
+	if g.begin(t0, 0) {
+		t.Fatal("a call holds with no processor to spare")
+	}
+	if !g.begin(t0, 2) || !g.begin(t0, 2) {
+		t.Fatal("two calls do not hold with two to spare")
+	}
+	if g.begin(t0, 2) {
+		t.Fatal("a third call holds with two to spare")
+	}
+	g.end(t0, t0+int64(HoldMaxWait)) // not slower than the limit
+	if !g.begin(t0, 2) {
+		t.Fatal("a call does not hold after one ended fast")
+	}
+	g.end(t0, t0)
+	slow := t0 + int64(HoldMaxWait) + 1
+	g.end(t0, slow)
+	if n := g.n.Load(); n != 0 {
+		t.Fatalf("%d calls counted after all ended", n)
+	}
+	if g.begin(slow, 2) || g.begin(slow+int64(HoldCooloff)-1, 2) {
+		t.Fatal("a call holds within HoldCooloff of a slow one")
+	}
+	if !g.begin(slow+int64(HoldCooloff), 2) {
+		t.Fatal("a call does not hold after the cool-off")
 	}
 }
 
@@ -459,8 +494,8 @@ func TestWriteAtHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := WriteAtHeld(f, []byte("held write"), 3); n != 10 || err != nil {
-		t.Fatalf("WriteAtHeld on an OS file: %d, %v", n, err)
+	if n, held, err := WriteAtHeld(f, []byte("held write"), 3); n != 10 || err != nil || held != (canHold && runtime.GOMAXPROCS(0) >= 2) {
+		t.Fatalf("WriteAtHeld on an OS file: %d, held %v, %v", n, held, err)
 	}
 	got := make([]byte, 13)
 	if _, err := f.ReadAt(got, 0); err != nil {
@@ -470,7 +505,7 @@ func TestWriteAtHeld(t *testing.T) {
 		t.Fatalf("file holds %q", got)
 	}
 	f.Close()
-	if _, err := WriteAtHeld(f, []byte("x"), 0); err == nil {
+	if _, _, err := WriteAtHeld(f, []byte("x"), 0); err == nil {
 		t.Fatal("WriteAtHeld on a closed OS file succeeded")
 	}
 
@@ -489,7 +524,7 @@ func TestWriteAtHeld(t *testing.T) {
 			for i := range b {
 				b[i] = byte(i)
 			}
-			if n, err := WriteAtHeld(d, b, DirectAlign); n != len(b) || err != nil {
+			if n, _, err := WriteAtHeld(d, b, DirectAlign); n != len(b) || err != nil {
 				t.Fatalf("WriteAtHeld on a direct file: %d, %v", n, err)
 			}
 			d.Close()
@@ -510,10 +545,10 @@ func TestWriteAtHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteAtHeld(mf, []byte("a"), 0); !errors.Is(err, syscall.EIO) {
+	if _, _, err := WriteAtHeld(mf, []byte("a"), 0); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("WriteAtHeld on a memory file whose write fails: %v, want EIO", err)
 	}
-	if n, err := WriteAtHeld(mf, []byte("ab"), 0); n != 2 || err != nil {
+	if n, held, err := WriteAtHeld(mf, []byte("ab"), 0); n != 2 || err != nil || held {
 		t.Fatalf("second WriteAtHeld on a memory file: %d, %v", n, err)
 	}
 }

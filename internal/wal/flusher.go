@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -101,7 +100,7 @@ func (w *WAL) lead() {
 
 	began := time.Now()
 	w.held, w.buffered, w.heldW, w.inPlace = false, false, 0, 0
-	w.holdWrite = w.mayHold(n, began)
+	w.holdWrite = mayHold(n)
 	err := w.flush(buf, head, metas)
 	took := time.Since(began)
 
@@ -234,60 +233,32 @@ func (w *WAL) flush(buf []byte, head int, metas []meta) error {
 	return nil
 }
 
-// Small rounds hold their processor through the fdatasync (see syncRound).
-const (
-	// heldMaxBytes is the largest round whose fdatasync holds its
-	// processor: larger rounds come from throughput workloads, whose
-	// processors are worth more than the hand-off saves.
-	heldMaxBytes = 16 << 10
-	// heldMaxWait: a round's fdatasync slower than this (a disk
-	// stalling) makes the next rounds' fdatasyncs blocking system calls
-	// again for heldCooloff. It is well above what a busy machine makes
-	// of a healthy disk's fdatasync (a few milliseconds; tens when other
-	// processes keep both cores busy).
-	heldMaxWait = 100 * time.Millisecond
-	heldCooloff = 10 * time.Second
-)
+// heldMaxBytes is the largest round whose direct write and fdatasync
+// hold their processor (see syncRound).
+const heldMaxBytes = vfs.HoldMaxBytes
 
 // syncRound fdatasyncs the active segment after a round wrote n bytes
-// into it. With at least two processors (GOMAXPROCS), a small round
-// (heldMaxBytes) syncs with vfs.SyncHeld: the leader keeps its processor
-// while the disk syncs, instead of the runtime handing the processor to
-// another thread and its monitor thread polling every 20 µs while the
-// call lasts (with rounds back to back, the monitor then never backs off:
-// a context switch per poll). Rounds are one at a time, so at most one
-// processor is held; the others run everything else. The cost of holding
-// it: a stop-the-world pause (the garbage collector's) waits for the
-// fdatasync to return. So once an fdatasync takes longer than
-// heldMaxWait, rounds sync with a blocking system call for heldCooloff,
-// and a disk that stalls stalls the writers only. Durability is the
-// same either way: the round is released only when the fdatasync
-// returns. Leader only.
+// into it. A small round (heldMaxBytes) syncs with vfs.SyncHeld: the
+// leader keeps its processor while the disk syncs, instead of the
+// runtime handing the processor to another thread and its monitor
+// thread polling every 20 µs while the call lasts (with rounds back to
+// back, the monitor then never backs off: a context switch per poll).
+// vfs bounds the processors held at once and stops holding for a while
+// after a slow call (a disk that stalls then stalls the writers only).
+// Durability is the same either way: the round is released only when
+// the fdatasync returns. Leader only.
 func (w *WAL) syncRound(f vfs.File, n int) error {
-	began := time.Now()
-	var err error
-	if w.held = w.mayHold(n, began); w.held {
-		err = vfs.SyncHeld(f)
-	} else {
-		err = f.Sync()
+	if !mayHold(n) {
+		return f.Sync()
 	}
-	w.synced(began, time.Now())
+	held, err := vfs.SyncHeld(f)
+	w.held = held
 	return err
 }
 
-// mayHold reports whether a round of n bytes syncing at now holds its
-// processor (see syncRound). Leader only.
-func (w *WAL) mayHold(n int, now time.Time) bool {
-	return n <= heldMaxBytes && !now.Before(w.heldAfter) && runtime.GOMAXPROCS(0) >= 2
-}
-
-// synced notes how long a round's fdatasync took: a slow one stops
-// mayHold for heldCooloff. Leader only.
-func (w *WAL) synced(began, end time.Time) {
-	if end.Sub(began) > heldMaxWait {
-		w.heldAfter = end.Add(heldCooloff)
-	}
-}
+// mayHold reports whether a round of n bytes asks to hold its processor
+// through its direct write and fdatasync (see syncRound).
+func mayHold(n int) bool { return n <= heldMaxBytes }
 
 // noteEntries records, under mu, which keys have entries in s, up to
 // which offset, and removes segments a truncate entry made unneeded.
@@ -530,15 +501,12 @@ func (w *WAL) directWrite(a *seg, d []byte) error {
 		// round's fdatasync does: a small round holds its processor
 		// through both (see syncRound), or the runtime would hand the
 		// processor to another thread and keep its monitor polling for
-		// the write alone. A slow one stops it as a slow fdatasync does.
-		began := time.Now()
-		_, err := vfs.WriteAtHeld(a.direct, d, base)
-		w.synced(began, time.Now())
-		if err != nil {
-			return err
+		// the write alone.
+		_, held, err := vfs.WriteAtHeld(a.direct, d, base)
+		if held {
+			w.heldW++
 		}
-		w.heldW++
-		return nil
+		return err
 	}
 	_, err := a.direct.WriteAt(d, base)
 	return err

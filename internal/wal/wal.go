@@ -132,13 +132,12 @@ type WAL struct {
 	rmMu sync.Mutex // serializes the removal of segment files (taken before mu)
 
 	// Round leader state: only the goroutine leading a round uses it.
-	active    *seg      // segment being written; nil before the first round or after a failure
-	heldAfter time.Time // syncRound syncs with a blocking system call until then (a recent slow fdatasync)
-	held      bool      // the round's last fdatasync held its processor
-	holdWrite bool      // the round's direct writes hold their processor (see writeDirect)
-	heldW     int64     // direct writes of the round that held their processor
-	inPlace   int64     // direct writes of the round made from its own buffer (writeInPlace)
-	buffered  bool      // the round wrote entries through the page cache
+	active    *seg  // segment being written; nil before the first round or after a failure
+	held      bool  // the round's last fdatasync held its processor
+	holdWrite bool  // the round's direct writes hold their processor (see writeDirect)
+	heldW     int64 // direct writes of the round that held their processor
+	inPlace   int64 // direct writes of the round made from its own buffer (writeInPlace)
+	buffered  bool  // the round wrote entries through the page cache
 	lastErr   error
 	dbuf      []byte     // aligned buffer of direct writes (writeDirect)
 	recycleMu sync.Mutex // guards recycle
