@@ -604,27 +604,24 @@ func TestSmallSyncHeld(t *testing.T) {
 	if err := l.Sync(); err != nil { // the first: the file is made
 		t.Fatal(err)
 	}
+	// syncAs syncs l and checks which calls reached the file.
+	syncAs := func(what string, held int) {
+		t.Helper()
+		fs.syncs, fs.writes, fs.plainSyncs = 0, 0, 0
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if fs.syncs != held || fs.writes != held || fs.plainSyncs != 1-held {
+			t.Fatalf("%s: %d held syncs, %d held writes, %d ordinary syncs; want %d, %d, %d", what, fs.syncs, fs.writes, fs.plainSyncs, held, held, 1-held)
+		}
+		checkCrashImage(t, m, cfg, a.data, "after a "+what)
+	}
 	a.add(2, 100, 2)
-	fs.syncs, fs.writes, fs.plainSyncs = 0, 0, 0
-	if err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if fs.syncs != 1 || fs.writes != 1 || fs.plainSyncs != 0 {
-		t.Fatalf("small sync: %d held syncs, %d held writes, %d ordinary syncs; want 1, 1, 0", fs.syncs, fs.writes, fs.plainSyncs)
-	}
-	checkCrashImage(t, m, cfg, a.data, "after a held sync")
-
+	syncAs("small sync", 1)
 	for range 3 {
 		a.add(10, 1000, 3) // over 16 KiB unsynced
 	}
-	fs.syncs, fs.writes, fs.plainSyncs = 0, 0, 0
-	if err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if fs.syncs != 0 || fs.writes != 0 || fs.plainSyncs != 1 {
-		t.Fatalf("large sync: %d held syncs, %d held writes, %d ordinary syncs; want 0, 0, 1", fs.syncs, fs.writes, fs.plainSyncs)
-	}
-	checkCrashImage(t, m, cfg, a.data, "after an ordinary sync")
+	syncAs("large sync", 0)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
